@@ -1,0 +1,26 @@
+// C helpers for the crash fixtures: faults that Swift cannot express directly.
+#ifndef CFIXTURESUPPORT_H
+#define CFIXTURESUPPORT_H
+
+#pragma clang assume_nonnull begin
+
+/// Writes through a null pointer (SIGSEGV, SEGV_MAPERR, fault address 0).
+void cfs_write_null_pointer(void);
+/// Calls abort() (SIGABRT).
+void cfs_abort(void);
+/// Integer division by a zero the compiler cannot see (SIGFPE, FPE_INTDIV).
+int cfs_divide(int dividend, int divisor);
+/// Maps two pages of a one-page file in `directory` and touches the second (SIGBUS, BUS_ADRERR).
+int cfs_touch_truncated_mapping(const char *directory);
+/// Executes a breakpoint trap instruction (SIGTRAP on x86_64 and arm64).
+void cfs_trap_instruction(void);
+/// Installs a SA_SIGINFO handler for `signo` that appends a line to `marker_path` and then restores
+/// the default action, so a chained call is visible and the process still dies by the signal.
+int cfs_install_marker_handler(int signo, const char *marker_path);
+/// Holds the dynamic loader's lock (inside a dl_iterate_phdr callback) on a new thread, forever.
+/// Returns once the lock is held.
+void cfs_hold_loader_lock_on_new_thread(void);
+
+#pragma clang assume_nonnull end
+
+#endif

@@ -1,0 +1,189 @@
+// CrashFixture: a program that crashes in a known way, through a fixed level1()…level5() chain, so
+// the integration tests can check every frame. Usage: CrashFixture <fixture> <reports-directory>
+// Set CRASH_FIXTURE_NO_REPORTER=1 to crash without CrashReporter (the Swift backtracer baseline).
+import CFixtureSupport
+import CrashReporting
+import Foundation
+import Glibc
+import Synchronization
+
+enum Fixture: String, CaseIterable {
+    case nullPointerWrite = "null-pointer-write"
+    case abortFromC = "abort-from-c"
+    case arrayIndexOutOfRange = "array-index-out-of-range"
+    case forceUnwrapNil = "force-unwrap-nil"
+    case fatalErrorMessage = "fatal-error"
+    case integerDivisionByZero = "integer-division-by-zero"
+    case truncatedMappingBusError = "truncated-mapping-bus-error"
+    case trapInstruction = "trap-instruction"
+    case backgroundThreadCrash = "background-thread-crash"
+    case taskCrash = "task-crash"
+    case mainThreadStackOverflow = "main-thread-stack-overflow"
+    case backgroundThreadStackOverflow = "background-thread-stack-overflow"
+    case qsortComparatorCrash = "qsort-comparator-crash"
+    case previousHandlerChained = "previous-handler-chained"
+    case concurrentCrashes = "concurrent-crashes"
+    case forceCrash = "force-crash"
+    case deepStack = "deep-stack"
+    case faultInHandler = "fault-in-handler"
+    case hangInHandler = "hang-in-handler"
+    case loaderLockHeld = "loader-lock-held"
+}
+
+nonisolated(unsafe) var sink = 0
+nonisolated(unsafe) var reportsDirectory = ""
+
+// MARK: - The fixed chain
+
+@inline(never) func level1(_ fixture: Fixture) { level2(fixture); sink &+= 1 }
+@inline(never) func level2(_ fixture: Fixture) { level3(fixture); sink &+= 2 }
+@inline(never) func level3(_ fixture: Fixture) { level4(fixture); sink &+= 3 }
+@inline(never) func level4(_ fixture: Fixture) { level5(fixture); sink &+= 4 }
+@inline(never) func level5(_ fixture: Fixture) { crash(fixture); sink &+= 5 }
+
+// MARK: - The faults
+
+@inline(never) func crash(_ fixture: Fixture) {
+    switch fixture {
+    case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
+         .faultInHandler, .hangInHandler, .loaderLockHeld:
+        cfs_write_null_pointer()
+    case .abortFromC:
+        cfs_abort()
+    case .arrayIndexOutOfRange:
+        sink &+= indexOutOfRange(Array(0..<Int(3 + sink % 2)), index: 7 + sink)
+    case .forceUnwrapNil:
+        sink &+= forceUnwrap(sink == 0 ? nil : sink)
+    case .fatalErrorMessage:
+        callFatalError()
+    case .integerDivisionByZero:
+        sink &+= Int(cfs_divide(42, Int32(sink)))
+    case .truncatedMappingBusError:
+        sink &+= Int(cfs_touch_truncated_mapping(reportsDirectory))
+    case .trapInstruction:
+        cfs_trap_instruction()
+    case .mainThreadStackOverflow, .backgroundThreadStackOverflow:
+        sink &+= recurseWithoutEnd(0)
+    case .qsortComparatorCrash:
+        sortWithCrashingComparator()
+    case .concurrentCrashes:
+        crashTogether()
+    case .forceCrash:
+        CrashReporter.forceCrash()
+        print("forceCrash returned")
+    case .deepStack:
+        sink &+= recurseThenCrash(60)
+    }
+}
+
+@inline(never) func indexOutOfRange(_ array: [Int], index: Int) -> Int {
+    array[index]
+}
+
+@inline(never) func forceUnwrap(_ value: Int?) -> Int {
+    value!
+}
+
+@inline(never) func callFatalError() {
+    fatalError("fixture: the ledger does not balance")
+}
+
+/// Indirect so the optimizer cannot turn the recursion into a loop.
+nonisolated(unsafe) var recursion: (Int) -> Int = recurseWithoutEnd
+
+@inline(never) func recurseWithoutEnd(_ depth: Int) -> Int {
+    withUnsafeTemporaryAllocation(of: Int.self, capacity: 32) { buffer in
+        buffer.initialize(repeating: depth)
+        return recursion(depth + 1) &+ buffer[depth % 32]
+    }
+}
+
+nonisolated(unsafe) var deepRecursion: (Int) -> Int = recurseThenCrash
+
+@inline(never) func recurseThenCrash(_ remaining: Int) -> Int {
+    if remaining == 0 {
+        cfs_write_null_pointer()
+        return 0
+    }
+    return deepRecursion(remaining - 1) &+ 1
+}
+
+@inline(never) func crashInComparator() -> Int32 {
+    cfs_write_null_pointer()
+    return 0
+}
+
+@inline(never) func sortWithCrashingComparator() {
+    var values: [Int32] = [3, 1, 2]
+    values.withUnsafeMutableBufferPointer { buffer in
+        qsort(buffer.baseAddress!, buffer.count, MemoryLayout<Int32>.stride) { _, _ in crashInComparator() }
+    }
+    sink &+= Int(values[0])
+}
+
+let crashTogetherArrivals = Atomic<Int>(0)
+
+/// Both threads arrive, then fault within microseconds of each other.
+@inline(never) func crashTogether() {
+    crashTogetherArrivals.add(1, ordering: .sequentiallyConsistent)
+    while crashTogetherArrivals.load(ordering: .sequentiallyConsistent) < 2 {}
+    cfs_write_null_pointer()
+}
+
+// MARK: - Running a fixture
+
+func runOnThread(_ fixture: Fixture, stackSize: Int = 0) {
+    let thread = Thread { level1(fixture) }
+    thread.name = "fixture-worker"
+    if stackSize > 0 { thread.stackSize = stackSize }
+    thread.start()
+}
+
+func waitForCrash() -> Never {
+    sleep(20)
+    FileHandle.standardError.write(Data("fixture did not crash within 20 s\n".utf8))
+    exit(3)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let fixture = Fixture(rawValue: arguments[1]) else {
+    let names = Fixture.allCases.map(\.rawValue).joined(separator: "\n  ")
+    FileHandle.standardError.write(Data("usage: CrashFixture <fixture> <reports-directory>\nfixtures:\n  \(names)\n".utf8))
+    exit(2)
+}
+reportsDirectory = arguments[2]
+
+if fixture == .previousHandlerChained {
+    cfs_install_marker_handler(SIGSEGV, reportsDirectory + "/previous-handler.marker")
+}
+
+if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
+    do {
+        try CrashReporter.start(.init(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory, appVersion: "1.0.0"))
+    } catch {
+        FileHandle.standardError.write(Data("CrashReporter.start failed: \(error)\n".utf8))
+        exit(4)
+    }
+}
+
+switch fixture {
+case .backgroundThreadCrash:
+    runOnThread(fixture)
+    waitForCrash()
+case .backgroundThreadStackOverflow:
+    runOnThread(fixture, stackSize: 1 << 20)
+    waitForCrash()
+case .concurrentCrashes:
+    runOnThread(fixture)
+    runOnThread(fixture)
+    waitForCrash()
+case .taskCrash:
+    Task.detached { level1(fixture) }
+    waitForCrash()
+case .loaderLockHeld:
+    cfs_hold_loader_lock_on_new_thread()
+    level1(fixture)
+default:
+    level1(fixture)
+}
+exit(0)

@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+// swift-crash-reporting: crash capture for Swift programs on Linux.
+// The runtime depends on Foundation and the system's libunwind (loaded with dlopen) only.
+import PackageDescription
+
+let package = Package(
+    name: "swift-crash-reporting",
+    products: [
+        .library(name: "CrashReporting", targets: ["CrashReporting"]),
+        .library(name: "CrashReportModel", targets: ["CrashReportModel"]),
+    ],
+    targets: [
+        // C. The only code that runs inside the signal handler lives in CrashTime/.
+        .target(
+            name: "CCrashCapture",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+                .headerSearchPath("Shared"),
+            ],
+            linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]
+        ),
+        .target(name: "CrashReportModel"),
+        .target(name: "CrashReporting", dependencies: ["CCrashCapture", "CrashReportModel"]),
+
+        // Programs that crash in known ways; the integration tests run them as subprocesses.
+        .target(
+            name: "CFixtureSupport",
+            path: "CrashFixtures/CFixtureSupport",
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
+        .executableTarget(
+            name: "CrashFixture",
+            dependencies: ["CrashReporting", "CFixtureSupport"],
+            path: "CrashFixtures/CrashFixture"
+        ),
+
+        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"]),
+        .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashFixture"]),
+    ]
+)
+
+let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport"]
+for target in package.targets where !cTargets.contains(target.name) {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,46 @@
+// Crash-time entry points shared by the handler, the watchdog and Setup/.
+// Every function declared here is async-signal-safe unless it says otherwise.
+#ifndef CCR_CRASHTIME_H
+#define CCR_CRASHTIME_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "ccr_state.h"
+#include "ccr_writer.h"
+
+/// The SA_SIGINFO handler installed for every crash signal. Async-signal-safe.
+void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext);
+
+/// Body of the watchdog thread: sleeps in read(2) until a crash starts, then bounds the handler's
+/// time and finishes the record itself if the handler stalls. Async-signal-safe once a crash began.
+void *ccr_watchdog_main(void *unused);
+
+/// Unwinds from a signal's ucontext with libunwind (UNW_INIT_SIGNAL_FRAME). Keeps the innermost
+/// `max` addresses and counts the rest (at most CCR_MAX_COUNTED_FRAMES). Returns the number kept,
+/// or -1 if libunwind could not start. Async-signal-safe: libunwind's local unwinder does not
+/// allocate after its first use (install prewarms it), but it may take the loader lock.
+int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound);
+
+/// Walks saved frame pointers from (pc, fp), reading memory through process_vm_readv so a bad
+/// pointer ends the walk instead of faulting. Async-signal-safe.
+int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int max, int *depth);
+
+/// Line writers shared by the handler and the watchdog. Async-signal-safe.
+void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
+void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound);
+void ccr_record_write_modules(ccr_writer *w);
+/// Writes the end line, fsyncs, renames new/ → pending/, fsyncs the directory, then appends the
+/// timing line. Async-signal-safe.
+void ccr_record_finish(ccr_writer *w, uint64_t started_ns);
+
+/// Resets `signo` to its default action and sends it to the calling thread, so the process ends
+/// by its own signal (exit status and core dump unchanged). Async-signal-safe.
+void ccr_die(int signo);
+
+/// Async-signal-safe: clock_gettime(2).
+uint64_t ccr_now_ns(int clock_id);
+/// Async-signal-safe: raw gettid(2).
+int ccr_gettid(void);
+
+#endif

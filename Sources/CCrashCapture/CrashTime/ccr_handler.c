@@ -1,0 +1,339 @@
+// The signal handler: records raw facts and almost no policy. Symbolication, redaction and upload
+// happen on the next launch or offline. Order of work: claim the one-crash guard, wake the
+// watchdog, write the fixed facts and flush them (they survive anything that follows), unwind,
+// write frames and modules, make the record durable, then chain to the previous handler or die by
+// the same signal.
+//
+// Installed with SA_SIGINFO | SA_ONSTACK | SA_NODEFER and an empty mask: SA_NODEFER lets a fault
+// inside the handler re-enter it (the kernel would otherwise kill the process silently), and the
+// re-entry writes a minimal "nested_crash" line before dying.
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ccr_crashtime.h"
+
+enum {
+    STAGE_HEADER = 1,
+    STAGE_UNWIND = 2,
+    STAGE_MODULES = 3,
+    STAGE_FINISH = 4,
+    STAGE_CHAINED = 5,   // record durable; running the previous handler
+};
+
+static char handler_buffer[16384];
+static ccr_writer handler_writer;
+
+int ccr_gettid(void) {
+    return (int)syscall(SYS_gettid);
+}
+
+void ccr_die(int signo) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(signo, &action, NULL);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, signo);
+    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+    syscall(SYS_tgkill, (long)ccr_global.pid, (long)ccr_gettid(), (long)signo);
+    // Still here only if the signal is ignored by the kernel for this thread: return and let the
+    // faulting instruction run again under the default action.
+}
+
+static const char *signal_name(int signo) {
+    switch (signo) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "UNKNOWN";
+    }
+}
+
+static const char *code_name(int signo, int code) {
+    switch (code) {
+    case SI_USER: return "SI_USER";
+    case SI_KERNEL: return "SI_KERNEL";
+    case SI_QUEUE: return "SI_QUEUE";
+    case SI_TKILL: return "SI_TKILL";
+    default: break;
+    }
+    switch (signo) {
+    case SIGSEGV:
+        switch (code) {
+        case SEGV_MAPERR: return "SEGV_MAPERR";
+        case SEGV_ACCERR: return "SEGV_ACCERR";
+        default: return "";
+        }
+    case SIGBUS:
+        switch (code) {
+        case BUS_ADRALN: return "BUS_ADRALN";
+        case BUS_ADRERR: return "BUS_ADRERR";
+        case BUS_OBJERR: return "BUS_OBJERR";
+        default: return "";
+        }
+    case SIGILL:
+        switch (code) {
+        case ILL_ILLOPC: return "ILL_ILLOPC";
+        case ILL_ILLOPN: return "ILL_ILLOPN";
+        case ILL_ILLADR: return "ILL_ILLADR";
+        case ILL_ILLTRP: return "ILL_ILLTRP";
+        case ILL_PRVOPC: return "ILL_PRVOPC";
+        default: return "";
+        }
+    case SIGFPE:
+        switch (code) {
+        case FPE_INTDIV: return "FPE_INTDIV";
+        case FPE_INTOVF: return "FPE_INTOVF";
+        case FPE_FLTDIV: return "FPE_FLTDIV";
+        case FPE_FLTINV: return "FPE_FLTINV";
+        default: return "";
+        }
+    case SIGTRAP:
+        switch (code) {
+        case TRAP_BRKPT: return "TRAP_BRKPT";
+        case TRAP_TRACE: return "TRAP_TRACE";
+        default: return "";
+        }
+    default:
+        return "";
+    }
+}
+
+static void write_register(ccr_writer *w, const char *name, uint64_t value, int first) {
+    ccr_writer_key(w, name, first);
+    ccr_writer_hex(w, value);
+}
+
+static void write_registers(ccr_writer *w, const ucontext_t *uc) {
+    ccr_writer_text(w, "{\"type\":\"registers\",\"values\":{");
+#if defined(__x86_64__)
+    static const struct { const char *name; int index; } regs[] = {
+        {"rax", REG_RAX}, {"rbx", REG_RBX}, {"rcx", REG_RCX}, {"rdx", REG_RDX},
+        {"rsi", REG_RSI}, {"rdi", REG_RDI}, {"rbp", REG_RBP}, {"rsp", REG_RSP},
+        {"r8", REG_R8}, {"r9", REG_R9}, {"r10", REG_R10}, {"r11", REG_R11},
+        {"r12", REG_R12}, {"r13", REG_R13}, {"r14", REG_R14}, {"r15", REG_R15},
+        {"rip", REG_RIP}, {"eflags", REG_EFL}, {"cs", REG_CSGSFS}, {"err", REG_ERR},
+        {"trapno", REG_TRAPNO}, {"cr2", REG_CR2},
+    };
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+        write_register(w, regs[i].name, (uint64_t)uc->uc_mcontext.gregs[regs[i].index], i == 0);
+    }
+#elif defined(__aarch64__)
+    static const char *names[31] = {
+        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15",
+        "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "fp", "lr",
+    };
+    for (int i = 0; i < 31; i++) write_register(w, names[i], uc->uc_mcontext.regs[i], i == 0);
+    write_register(w, "sp", uc->uc_mcontext.sp, 0);
+    write_register(w, "pc", uc->uc_mcontext.pc, 0);
+    write_register(w, "pstate", uc->uc_mcontext.pstate, 0);
+#endif
+    ccr_writer_text(w, "}}\n");
+}
+
+static void capture_context(ccr_crash_context *c, const ucontext_t *uc) {
+#if defined(__x86_64__)
+    c->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    c->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    c->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+    c->pc = (uintptr_t)uc->uc_mcontext.pc;
+    c->sp = (uintptr_t)uc->uc_mcontext.sp;
+    c->fp = (uintptr_t)uc->uc_mcontext.regs[29];
+#endif
+}
+
+static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const ucontext_t *uc, int tid) {
+    ccr_writer_text(w, "{\"format\":\"swift-crash-reporting.crash-record\"");
+    ccr_writer_key(w, "version", 0);
+    ccr_writer_int(w, CCR_RECORD_VERSION);
+    ccr_writer_key(w, "id", 0);
+    ccr_writer_json_string(w, ccr_global.record_id, sizeof ccr_global.record_id);
+    ccr_writer_key(w, "app_id", 0);
+    ccr_writer_json_string(w, ccr_global.app_id, sizeof ccr_global.app_id);
+    ccr_writer_key(w, "app_version", 0);
+    ccr_writer_json_string(w, ccr_global.app_version, sizeof ccr_global.app_version);
+    ccr_writer_key(w, "pid", 0);
+    ccr_writer_int(w, ccr_global.pid);
+    ccr_writer_key(w, "timestamp_ns", 0);
+    ccr_writer_uint(w, ccr_now_ns(CLOCK_REALTIME));
+#if defined(__x86_64__)
+    ccr_writer_text(w, ",\"arch\":\"x86_64\"}\n");
+#elif defined(__aarch64__)
+    ccr_writer_text(w, ",\"arch\":\"aarch64\"}\n");
+#endif
+
+    ccr_writer_text(w, "{\"type\":\"signal\"");
+    ccr_writer_key(w, "signo", 0);
+    ccr_writer_int(w, signo);
+    ccr_writer_key(w, "name", 0);
+    ccr_writer_json_string(w, signal_name(signo), 16);
+    ccr_writer_key(w, "code", 0);
+    ccr_writer_int(w, info ? info->si_code : 0);
+    ccr_writer_key(w, "code_name", 0);
+    ccr_writer_json_string(w, info ? code_name(signo, info->si_code) : "", 16);
+    ccr_writer_key(w, "fault_address", 0);
+    ccr_writer_hex(w, info ? (uint64_t)(uintptr_t)info->si_addr : 0);
+    if (info && info->si_code <= 0) {   // sent by a process, not raised by the CPU
+        ccr_writer_key(w, "sender_pid", 0);
+        ccr_writer_int(w, info->si_pid);
+    }
+    ccr_writer_text(w, "}\n");
+
+    char name[17];
+    memset(name, 0, sizeof name);
+    syscall(SYS_prctl, (long)PR_GET_NAME, (long)name, 0L, 0L, 0L);
+    ccr_writer_text(w, "{\"type\":\"thread\"");
+    ccr_writer_key(w, "tid", 0);
+    ccr_writer_int(w, tid);
+    ccr_writer_key(w, "name", 0);
+    ccr_writer_json_string(w, name, 16);
+    ccr_writer_key(w, "main", 0);
+    ccr_writer_text(w, tid == ccr_global.pid ? "true" : "false");
+    ccr_writer_text(w, ",\"crashed\":true}\n");
+
+    if (uc) write_registers(w, uc);
+
+    // The Swift runtime stores "Fatal error: …" here before trapping (in debug builds; -O traps
+    // for bounds and unwrap failures are bare and leave it empty).
+    const char *message = ccr_global.fatal_message ? atomic_load(ccr_global.fatal_message) : NULL;
+    if (message) {
+        ccr_writer_text(w, "{\"type\":\"fatal_message\"");
+        ccr_writer_key(w, "text", 0);
+        ccr_writer_json_string(w, message, 4096);
+        ccr_writer_text(w, "}\n");
+    }
+}
+
+/// A fault inside the handler: keep what was written, say where it stopped, and die.
+static void handle_nested_crash(int signo, const siginfo_t *info) {
+    int stage = atomic_load(&ccr_global.stage);
+    int original = ccr_global.context.signo;
+    if (stage < STAGE_CHAINED) {
+        int expected = CCR_FINISHER_NONE;
+        if (atomic_compare_exchange_strong(&ccr_global.finisher, &expected, CCR_FINISHER_HANDLER) ||
+            expected == CCR_FINISHER_HANDLER) {
+            // The interrupted line may be half-written: flush it, end it, then add ours.
+            ccr_writer *w = &handler_writer;
+            ccr_writer_flush(w);
+            ccr_writer_text(w, "\n{\"type\":\"nested_crash\"");
+            ccr_writer_key(w, "signo", 0);
+            ccr_writer_int(w, signo);
+            ccr_writer_key(w, "code", 0);
+            ccr_writer_int(w, info ? info->si_code : 0);
+            ccr_writer_key(w, "stage", 0);
+            ccr_writer_int(w, stage);
+            ccr_writer_text(w, "}\n");
+            ccr_record_finish(w, ccr_global.context.started_ns);
+        }
+    }
+    ccr_die(signo);
+    ccr_die(original);
+}
+
+/// Another thread owns the crash: wait (bounded) for it to end the process.
+static void wait_for_other_crash(int signo) {
+    for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
+    ccr_die(signo);
+}
+
+static void chain_or_die(int signo, siginfo_t *info, void *ucontext) {
+    for (int i = 0; i < CCR_SIGNAL_COUNT; i++) {
+        if (ccr_global.signals[i] != signo) continue;
+        const struct sigaction *previous = &ccr_global.previous[i];
+        if (previous->sa_flags & SA_SIGINFO) {
+            if (previous->sa_sigaction) previous->sa_sigaction(signo, info, ucontext);
+        } else if (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN) {
+            previous->sa_handler(signo);
+        }
+        break;
+    }
+    // The previous handler returned (or there was none): end by the same signal.
+    ccr_die(signo);
+}
+
+static void misbehave_for_test(void) {
+    if (ccr_global.test_misbehaviour == 1) {
+        *(volatile int *)(uintptr_t)16 = 1;
+    } else if (ccr_global.test_misbehaviour == 2) {
+        for (;;) poll(NULL, 0, 1000);
+    }
+}
+
+void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
+    uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
+    int saved_errno = errno;
+    int tid = ccr_gettid();
+
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&ccr_global.crashing_tid, &expected, tid)) {
+        if (expected == tid) handle_nested_crash(signo, info);
+        else wait_for_other_crash(signo);
+        errno = saved_errno;
+        return;
+    }
+
+    ucontext_t *uc = (ucontext_t *)ucontext;
+    ccr_crash_context *c = &ccr_global.context;
+    c->signo = signo;
+    c->code = info ? info->si_code : 0;
+    c->tid = tid;
+    c->started_ns = started;
+    if (uc) capture_context(c, uc);
+    atomic_store(&ccr_global.stage, STAGE_HEADER);
+    if (ccr_global.watchdog_fd[1] >= 0) {
+        char start = 'S';
+        (void)!write(ccr_global.watchdog_fd[1], &start, 1);
+    }
+
+    ccr_writer *w = &handler_writer;
+    ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
+    write_header(w, signo, info, uc, tid);
+    ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
+    misbehave_for_test();
+
+    atomic_store(&ccr_global.stage, STAGE_UNWIND);
+    uintptr_t frames[CCR_MAX_FRAMES];
+    int depth = 0, lower_bound = 0;
+    int kept = uc ? ccr_unwind_libunwind(uc, frames, CCR_MAX_FRAMES, &depth, &lower_bound) : -1;
+
+    int claim = CCR_FINISHER_NONE;
+    if (!atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_HANDLER)) {
+        // The watchdog decided we took too long and is finishing the record; it ends the process.
+        for (;;) poll(NULL, 0, 1000);
+    }
+    if (kept < 0) {
+        kept = ccr_unwind_frame_pointers(c->pc, c->fp, frames, CCR_MAX_FRAMES, &depth);
+        ccr_record_write_frames(w, frames, kept);
+        ccr_record_write_stack(w, "frame-pointer", kept, depth, 0);
+    } else {
+        ccr_record_write_frames(w, frames, kept);
+        ccr_record_write_stack(w, "libunwind", kept, depth, lower_bound);
+    }
+
+    atomic_store(&ccr_global.stage, STAGE_MODULES);
+    ccr_record_write_modules(w);
+
+    atomic_store(&ccr_global.stage, STAGE_FINISH);
+    ccr_record_finish(w, started);
+    if (ccr_global.watchdog_fd[1] >= 0) {
+        char done = 'D';
+        (void)!write(ccr_global.watchdog_fd[1], &done, 1);
+    }
+
+    atomic_store(&ccr_global.stage, STAGE_CHAINED);
+    errno = saved_errno;
+    chain_or_die(signo, info, ucontext);
+}

@@ -1,0 +1,78 @@
+// The sections of a crash record that both the handler and the watchdog write, and the step that
+// makes a record durable: end line, fsync, rename new/ → pending/, fsync of pending/.
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ccr_crashtime.h"
+
+uint64_t ccr_now_ns(int clock_id) {
+    struct timespec ts;
+    if (clock_gettime(clock_id, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count) {
+    for (int i = 0; i < count; i++) {
+        ccr_writer_text(w, "{\"type\":\"frame\"");
+        ccr_writer_key(w, "index", 0);
+        ccr_writer_int(w, i);
+        ccr_writer_key(w, "address", 0);
+        ccr_writer_hex(w, frames[i]);
+        // Frame 0 is where the signal struck; the others are return addresses (look up at pc-1).
+        ccr_writer_text(w, i == 0 ? ",\"kind\":\"pc\"}\n" : ",\"kind\":\"return_address\"}\n");
+    }
+}
+
+void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound) {
+    ccr_writer_text(w, "{\"type\":\"stack\"");
+    ccr_writer_key(w, "unwinder", 0);
+    ccr_writer_json_string(w, unwinder, 64);
+    ccr_writer_key(w, "frames", 0);
+    ccr_writer_int(w, kept);
+    ccr_writer_key(w, "depth", 0);
+    ccr_writer_int(w, depth);
+    ccr_writer_key(w, "truncated", 0);
+    ccr_writer_text(w, depth > kept ? "true" : "false");
+    ccr_writer_key(w, "depth_is_lower_bound", 0);
+    ccr_writer_text(w, lower_bound ? "true" : "false");
+    ccr_writer_text(w, "}\n");
+}
+
+void ccr_record_write_modules(ccr_writer *w) {
+    for (int i = 0; i < ccr_global.module_count; i++) {
+        const ccr_module *m = &ccr_global.modules[i];
+        ccr_writer_text(w, "{\"type\":\"module\"");
+        ccr_writer_key(w, "path", 0);
+        ccr_writer_json_string(w, m->path, sizeof m->path);
+        ccr_writer_key(w, "start", 0);
+        ccr_writer_hex(w, m->start);
+        ccr_writer_key(w, "end", 0);
+        ccr_writer_hex(w, m->end);
+        ccr_writer_key(w, "bias", 0);
+        ccr_writer_hex(w, m->bias);
+        ccr_writer_key(w, "build_id", 0);
+        ccr_writer_hex_bytes(w, m->build_id, m->build_id_length);
+        ccr_writer_text(w, "}\n");
+    }
+}
+
+void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
+    ccr_writer_text(w, "{\"type\":\"end\"");
+    ccr_writer_key(w, "elapsed_before_sync_ns", 0);
+    ccr_writer_uint(w, ccr_now_ns(CLOCK_MONOTONIC) - started_ns);
+    ccr_writer_text(w, "}\n");
+    ccr_writer_flush(w);
+    fsync(ccr_global.record_fd);
+    if (rename(ccr_global.new_path, ccr_global.pending_path) == 0 && ccr_global.pending_dir_fd >= 0) {
+        fsync(ccr_global.pending_dir_fd);
+    }
+    // Appended after the record is durable; a reader treats it as optional.
+    uint64_t durable_ns = ccr_now_ns(CLOCK_MONOTONIC) - started_ns;
+    ccr_writer_text(w, "{\"type\":\"timing\"");
+    ccr_writer_key(w, "durable_ns", 0);
+    ccr_writer_uint(w, durable_ns);
+    ccr_writer_text(w, "}\n");
+    ccr_writer_flush(w);
+}

@@ -1,0 +1,57 @@
+// Stack walking at crash time: libunwind first, saved frame pointers as the watchdog's fallback.
+// Why UNW_INIT_SIGNAL_FRAME: swiftc places `ud2` right after a function's `ret`, so plain
+// unw_init_local on the ucontext looks up the wrong function and yields 2 frames for -O traps.
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ccr_crashtime.h"
+
+int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound) {
+    const ccr_libunwind *u = &ccr_global.unwind;
+    unw_cursor_t cursor;
+    *depth = 0;
+    *depth_is_lower_bound = 0;
+    if (u->init_local2 == NULL || u->init_local2(&cursor, ucontext, UNW_INIT_SIGNAL_FRAME) < 0) return -1;
+    int kept = 0;
+    int counted = 0;
+    for (;;) {
+        uintptr_t ip = 0;
+        if (u->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+        if (kept < max) frames[kept++] = ip;
+        counted++;
+        if (counted >= CCR_MAX_COUNTED_FRAMES) {
+            *depth_is_lower_bound = 1;
+            break;
+        }
+        if (u->step(&cursor) <= 0) break;
+    }
+    *depth = counted;
+    return kept;
+}
+
+/// Reads one word of this process's memory without risking a fault. Async-signal-safe.
+static int read_word(uintptr_t address, uintptr_t *out) {
+    struct iovec local = {.iov_base = out, .iov_len = sizeof *out};
+    struct iovec remote = {.iov_base = (void *)address, .iov_len = sizeof *out};
+    long n = syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L);
+    return n == (long)sizeof *out ? 0 : -1;
+}
+
+int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int max, int *depth) {
+    int kept = 0;
+    if (max > 0 && pc != 0) frames[kept++] = pc;
+    while (kept < max && fp != 0 && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+        uintptr_t next_fp = 0, return_address = 0;
+        if (read_word(fp, &next_fp) != 0 || read_word(fp + sizeof(uintptr_t), &return_address) != 0) break;
+        if (return_address == 0) break;
+        frames[kept++] = return_address;
+        if (next_fp <= fp) break;   // frames grow towards higher addresses; anything else is garbage
+        fp = next_fp;
+    }
+    *depth = kept;
+    return kept;
+}

@@ -1,0 +1,197 @@
+// Install and roll back. Everything the handler will need is prepared here, on the caller's
+// thread: the record file (opened in new/ in advance), libunwind (loaded and prewarmed), the
+// module table, the watchdog thread, alternate signal stacks, and finally the signal actions,
+// with the previous ones saved for chaining. A failure at any step undoes the earlier ones.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "CCrashCapture.h"
+#include "../CrashTime/ccr_crashtime.h"
+#include "ccr_setup.h"
+
+/// libswiftCore's "Fatal error: …" buffer. Weak so that programs without it (or with a static
+/// stdlib that lacks it) still link; resolved once here, only loaded at crash time.
+extern _Atomic(const char *) *swift_getFatalErrorMessageBuffer(void) __attribute__((weak));
+
+static const int crash_signals[CCR_SIGNAL_COUNT] = {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, SIGTRAP};
+static uint64_t last_install_ns;
+static pthread_t watchdog_thread;
+
+static int copy_text(char *destination, size_t capacity, const char *source, const char *what, char *error, size_t error_capacity) {
+    size_t length = strlen(source);
+    if (length >= capacity) {
+        snprintf(error, error_capacity, "%s is too long (%zu bytes, at most %zu)", what, length, capacity - 1);
+        return -1;
+    }
+    memcpy(destination, source, length + 1);
+    return 0;
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+static int open_record_file(const ccr_install_options *o, char *error, size_t capacity) {
+    int n1 = snprintf(ccr_global.new_path, sizeof ccr_global.new_path, "%s/new/%s.crash", o->reports_directory, o->record_id);
+    int n2 = snprintf(ccr_global.pending_path, sizeof ccr_global.pending_path, "%s/pending/%s.crash", o->reports_directory, o->record_id);
+    if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof ccr_global.new_path || (size_t)n2 >= sizeof ccr_global.pending_path) {
+        snprintf(error, capacity, "reports directory path is too long: %s", o->reports_directory);
+        return -1;
+    }
+    ccr_global.record_fd = open(ccr_global.new_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (ccr_global.record_fd < 0) {
+        snprintf(error, capacity, "cannot create the crash record file %s: %s", ccr_global.new_path, strerror(errno));
+        return -1;
+    }
+    // Held until the process ends: tells a later launch that this file's writer is still alive.
+    flock(ccr_global.record_fd, LOCK_EX | LOCK_NB);
+    char pending_dir[CCR_PATH_MAX];
+    snprintf(pending_dir, sizeof pending_dir, "%s/pending", o->reports_directory);
+    ccr_global.pending_dir_fd = open(pending_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ccr_global.pending_dir_fd < 0) {
+        snprintf(error, capacity, "cannot open %s: %s", pending_dir, strerror(errno));
+        close_fd(&ccr_global.record_fd);
+        unlink(ccr_global.new_path);
+        return -1;
+    }
+    return 0;
+}
+
+static void close_record_file(void) {
+    close_fd(&ccr_global.record_fd);
+    close_fd(&ccr_global.pending_dir_fd);
+    unlink(ccr_global.new_path);
+}
+
+static int start_watchdog(char *error, size_t capacity) {
+    if (pipe2(ccr_global.watchdog_fd, O_CLOEXEC) != 0) {
+        snprintf(error, capacity, "cannot create the watchdog pipe: %s", strerror(errno));
+        return -1;
+    }
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    // The watchdog inherits a full mask, so process-directed signals never land on it.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int result = pthread_create(&watchdog_thread, &attributes, ccr_watchdog_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    pthread_attr_destroy(&attributes);
+    if (result != 0) {
+        snprintf(error, capacity, "cannot start the watchdog thread: %s", strerror(result));
+        close_fd(&ccr_global.watchdog_fd[0]);
+        close_fd(&ccr_global.watchdog_fd[1]);
+        return -1;
+    }
+    return 0;
+}
+
+static void stop_watchdog(void) {
+    // Closing the write end makes the watchdog's read return 0, and the thread ends.
+    close_fd(&ccr_global.watchdog_fd[1]);
+}
+
+static void restore_signal_actions(int count) {
+    for (int i = 0; i < count; i++) sigaction(ccr_global.signals[i], &ccr_global.previous[i], NULL);
+}
+
+static int install_signal_actions(char *error, size_t capacity) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = ccr_signal_handler;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < CCR_SIGNAL_COUNT; i++) {
+        ccr_global.signals[i] = crash_signals[i];
+        if (sigaction(crash_signals[i], &action, &ccr_global.previous[i]) != 0) {
+            snprintf(error, capacity, "sigaction(%d) failed: %s", crash_signals[i], strerror(errno));
+            restore_signal_actions(i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/// At a normal exit the record file opened in advance was not needed: remove it. Only in the
+/// process that installed (a forked child shares the descriptor but not the file's purpose).
+static void remove_unused_record_file(void) {
+    if (ccr_global.installed && getpid() == ccr_global.pid && atomic_load(&ccr_global.crashing_tid) == 0) {
+        unlink(ccr_global.new_path);
+    }
+}
+
+int ccr_install(const ccr_install_options *o, char *error, size_t capacity) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (capacity > 0) error[0] = '\0';
+    if (ccr_global.installed) {
+        snprintf(error, capacity, "crash reporting is already installed in this process");
+        return 1;
+    }
+    if (copy_text(ccr_global.record_id, sizeof ccr_global.record_id, o->record_id, "record id", error, capacity) ||
+        copy_text(ccr_global.app_id, sizeof ccr_global.app_id, o->app_id, "app id", error, capacity) ||
+        copy_text(ccr_global.app_version, sizeof ccr_global.app_version, o->app_version, "app version", error, capacity)) {
+        return 2;
+    }
+    ccr_global.pid = getpid();
+    ccr_global.watchdog_timeout_ms = o->watchdog_timeout_ms > 0 ? o->watchdog_timeout_ms : 2000;
+    ccr_global.test_misbehaviour = o->test_misbehaviour;
+    atomic_store(&ccr_global.crashing_tid, 0);
+    atomic_store(&ccr_global.finisher, CCR_FINISHER_NONE);
+    atomic_store(&ccr_global.stage, 0);
+
+    if (open_record_file(o, error, capacity) != 0) return 3;
+    if (ccr_libunwind_load(error, capacity) != 0) {
+        close_record_file();
+        return 4;
+    }
+    ccr_global.fatal_message = swift_getFatalErrorMessageBuffer ? swift_getFatalErrorMessageBuffer() : NULL;
+    ccr_modules_record();
+    if (start_watchdog(error, capacity) != 0) {
+        ccr_libunwind_unload();
+        close_record_file();
+        return 5;
+    }
+    if (ccr_altstacks_enable(error, capacity) != 0) {
+        stop_watchdog();
+        ccr_libunwind_unload();
+        close_record_file();
+        return 6;
+    }
+    if (install_signal_actions(error, capacity) != 0) {
+        ccr_altstacks_disable();
+        stop_watchdog();
+        ccr_libunwind_unload();
+        close_record_file();
+        return 7;
+    }
+    ccr_global.installed = 1;
+    static int exit_hook_registered;
+    if (!exit_hook_registered) exit_hook_registered = atexit(remove_unused_record_file) == 0;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    last_install_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
+    return 0;
+}
+
+int ccr_is_installed(void) {
+    return ccr_global.installed;
+}
+
+int ccr_module_count(void) {
+    return ccr_global.module_count;
+}
+
+uint64_t ccr_last_install_duration_ns(void) {
+    return last_install_ns;
+}

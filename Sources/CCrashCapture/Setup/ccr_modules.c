@@ -1,0 +1,72 @@
+// The module table: every loaded ELF object with its load bias, address range and GNU build-id,
+// read from the program headers already in memory (no file access). Symbolication on the next
+// launch or offline matches debug files to frames by these build-ids.
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ccr_setup.h"
+#include "ccr_state.h"
+
+static size_t align_up(size_t value, size_t alignment) {
+    return (value + alignment - 1) & ~(alignment - 1);
+}
+
+static void read_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) *note, ccr_module *m) {
+    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + note->p_vaddr);
+    const uint8_t *end = p + note->p_memsz;
+    size_t alignment = note->p_align == 8 ? 8 : 4;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+        const ElfW(Nhdr) *header = (const ElfW(Nhdr) *)p;
+        const uint8_t *name = p + sizeof *header;
+        const uint8_t *desc = name + align_up(header->n_namesz, alignment);
+        const uint8_t *next = desc + align_up(header->n_descsz, alignment);
+        if (next > end || desc > end) return;
+        if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+            size_t length = header->n_descsz < CCR_BUILD_ID_MAX ? header->n_descsz : CCR_BUILD_ID_MAX;
+            memcpy(m->build_id, desc, length);
+            m->build_id_length = (uint8_t)length;
+            return;
+        }
+        p = next;
+    }
+}
+
+static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
+    (void)size;
+    (void)unused;
+    if (ccr_global.module_count >= CCR_MAX_MODULES) return 1;
+    ccr_module *m = &ccr_global.modules[ccr_global.module_count];
+    memset(m, 0, sizeof *m);
+    m->bias = info->dlpi_addr;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+            if (start < low) low = start;
+            if (start + ph->p_memsz > high) high = start + ph->p_memsz;
+        } else if (ph->p_type == PT_NOTE && m->build_id_length == 0) {
+            read_build_id(info, ph, m);
+        }
+    }
+    if (high == 0) return 0;   // nothing mapped
+    m->start = low;
+    m->end = high;
+    const char *name = info->dlpi_name;
+    if (name == NULL || name[0] == '\0') {
+        // The main program: the loader gives it no name.
+        ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
+        m->path[n > 0 ? n : 0] = '\0';
+    } else {
+        strncpy(m->path, name, sizeof m->path - 1);
+    }
+    ccr_global.module_count++;
+    return 0;
+}
+
+void ccr_modules_record(void) {
+    ccr_global.module_count = 0;
+    dl_iterate_phdr(record_module, NULL);
+}

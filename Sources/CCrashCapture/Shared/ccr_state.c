@@ -1,0 +1,8 @@
+// Storage for the crash-time state. Static so that nothing needs allocating when a crash happens.
+#include "ccr_state.h"
+
+ccr_state ccr_global = {
+    .record_fd = -1,
+    .pending_dir_fd = -1,
+    .watchdog_fd = {-1, -1},
+};

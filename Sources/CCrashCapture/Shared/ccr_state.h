@@ -1,0 +1,91 @@
+// The one block of state that the signal handler uses, allocated statically and filled at install.
+// Written by the installing thread before the handlers are set; read lock-free at crash time.
+// Nothing here is resized or freed after install, so a crash at any moment sees a consistent table.
+#ifndef CCR_STATE_H
+#define CCR_STATE_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#define CCR_RECORD_VERSION 1
+#define CCR_MAX_FRAMES 50
+/// Frames counted (not kept) past CCR_MAX_FRAMES to report a stack's true depth; bounded so a
+/// runaway recursion cannot keep the handler busy.
+#define CCR_MAX_COUNTED_FRAMES 200000
+#define CCR_MAX_MODULES 512
+#define CCR_MODULE_PATH_MAX 512
+#define CCR_BUILD_ID_MAX 32
+#define CCR_PATH_MAX 1024
+#define CCR_ID_MAX 64
+#define CCR_TEXT_MAX 256
+#define CCR_SIGNAL_COUNT 6
+
+/// One loaded ELF object. Written at install; read lock-free at crash time.
+typedef struct ccr_module {
+    uintptr_t start;        // lowest mapped address of its PT_LOAD segments
+    uintptr_t end;          // one past the highest
+    uintptr_t bias;         // load bias (dlpi_addr): file vaddr + bias = runtime address
+    uint8_t build_id[CCR_BUILD_ID_MAX];
+    uint8_t build_id_length;
+    char path[CCR_MODULE_PATH_MAX];
+} ccr_module;
+
+/// Entry points of the dlopen'ed libunwind (local-only `_UL<arch>_*` names).
+typedef struct ccr_libunwind {
+    void *handle;
+    int (*init_local2)(void *cursor, void *context, int flags);
+    int (*step)(void *cursor);
+    int (*get_reg)(void *cursor, int reg, uintptr_t *value);
+} ccr_libunwind;
+
+/// What the watchdog needs to finish a record when the handler stalls.
+typedef struct ccr_crash_context {
+    int signo;
+    int code;
+    int tid;
+    uintptr_t pc;
+    uintptr_t sp;
+    uintptr_t fp;
+    uint64_t started_ns;
+} ccr_crash_context;
+
+enum { CCR_FINISHER_NONE = 0, CCR_FINISHER_HANDLER = 1, CCR_FINISHER_WATCHDOG = 2 };
+
+typedef struct ccr_state {
+    int installed;
+    int record_fd;            // opened at install in new/, O_WRONLY|O_CLOEXEC
+    int pending_dir_fd;       // fsync'd after the rename so the rename itself is durable
+    char new_path[CCR_PATH_MAX];
+    char pending_path[CCR_PATH_MAX];
+    char record_id[CCR_ID_MAX];
+    char app_id[CCR_TEXT_MAX];
+    char app_version[CCR_TEXT_MAX];
+    int pid;
+    int test_misbehaviour;
+    int watchdog_timeout_ms;
+
+    ccr_libunwind unwind;
+    _Atomic(const char *) *fatal_message;   // libswiftCore's buffer, or NULL
+
+    int signals[CCR_SIGNAL_COUNT];
+    struct sigaction previous[CCR_SIGNAL_COUNT];
+
+    ccr_module modules[CCR_MAX_MODULES];
+    int module_count;
+
+    int watchdog_fd[2];       // handler writes one byte to [1] when it starts, another when done
+    int watchdog_tid;
+
+    // Crash-time fields.
+    atomic_int crashing_tid;  // 0 until the first crash claims the handler
+    atomic_int finisher;      // who writes the rest of the record: CCR_FINISHER_*
+    atomic_int stage;         // how far the handler got, for the nested-crash record
+    ccr_crash_context context;
+} ccr_state;
+
+extern ccr_state ccr_global;
+
+#endif

@@ -1,0 +1,291 @@
+// CrashRecord: what the signal handler wrote, parsed and typed — raw addresses and build-ids,
+// never symbols (those belong to CrashReport, made by symbolication). The on-disk format is JSON
+// Lines, versioned in the first line; see README "Crash record format".
+import Foundation
+
+/// A runtime address in the crashed process. Not a pointer: it is only meaningful with the
+/// module table of the same record.
+public struct Address: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public var value: UInt64
+    public init(_ value: UInt64) { self.value = value }
+
+    /// Parses `0x…` (the record's spelling).
+    public init?(hex: String) {
+        guard hex.hasPrefix("0x"), let value = UInt64(hex.dropFirst(2), radix: 16) else { return nil }
+        self.value = value
+    }
+
+    public var description: String { "0x" + String(value, radix: 16) }
+    public static func < (a: Address, b: Address) -> Bool { a.value < b.value }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let address = Address(hex: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an address: \(text)"))
+        }
+        self = address
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+/// A GNU build-id as lower-case hex; empty when the module had none.
+public struct BuildID: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var hex: String
+    public init(hex: String) { self.hex = hex.lowercased() }
+    public var isEmpty: Bool { hex.isEmpty }
+    public var description: String { hex }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(hex: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(hex)
+    }
+}
+
+public struct CrashRecord: Sendable, Equatable, Codable {
+    public static let format = "swift-crash-reporting.crash-record"
+    public static let supportedVersion = 1
+
+    public struct Signal: Sendable, Equatable, Codable {
+        public var number: Int32
+        public var name: String
+        public var code: Int32
+        public var codeName: String
+        public var faultAddress: Address
+        /// Set when another process sent the signal (si_code ≤ 0).
+        public var senderPID: Int32?
+    }
+
+    public struct Thread: Sendable, Equatable, Codable {
+        public var id: Int32
+        public var name: String
+        public var isMain: Bool
+    }
+
+    public struct Frame: Sendable, Equatable, Codable {
+        public enum Kind: String, Sendable, Codable {
+            /// Where the signal struck: look it up at its own address.
+            case programCounter = "pc"
+            /// A caller's return address: look it up at address − 1, inside the call instruction.
+            case returnAddress = "return_address"
+        }
+        public var index: Int
+        public var address: Address
+        public var kind: Kind
+
+        /// The address to give a symbolizer.
+        public var lookupAddress: Address {
+            kind == .returnAddress && address.value > 0 ? Address(address.value - 1) : address
+        }
+    }
+
+    public struct Stack: Sendable, Equatable, Codable {
+        /// "libunwind", or "frame-pointer" when libunwind was unavailable or stalled.
+        public var unwinder: String
+        public var depth: Int
+        public var isTruncated: Bool
+        /// The walk stopped counting at its bound; the real stack is deeper still.
+        public var depthIsLowerBound: Bool
+    }
+
+    public struct Module: Sendable, Equatable, Codable {
+        public var path: String
+        public var start: Address
+        public var end: Address
+        /// Load bias: file virtual address + bias = runtime address.
+        public var bias: Address
+        public var buildID: BuildID
+
+        public func contains(_ address: Address) -> Bool { start <= address && address < end }
+        /// The address as the ELF file sees it (what llvm-symbolizer and libdw take).
+        public func fileAddress(of address: Address) -> Address { Address(address.value &- bias.value) }
+    }
+
+    /// A second fault inside the handler: the record stops where the handler did.
+    public struct NestedCrash: Sendable, Equatable, Codable {
+        public var signal: Int32
+        public var code: Int32
+        public var stage: Int
+    }
+
+    /// The handler stalled and the watchdog finished the record.
+    public struct Watchdog: Sendable, Equatable, Codable {
+        public var stage: Int
+        public var waitedMilliseconds: UInt64
+    }
+
+    public var version: Int
+    public var id: String
+    public var appID: String
+    public var appVersion: String
+    public var processID: Int32
+    public var timestamp: Date
+    public var architecture: String
+    public var signal: Signal?
+    public var thread: Thread?
+    public var registers: [String: Address]
+    public var fatalMessage: String?
+    public var frames: [Frame]
+    public var stack: Stack?
+    public var modules: [Module]
+    public var nestedCrash: NestedCrash?
+    public var watchdog: Watchdog?
+    /// Time from the handler's first instruction to the record being durable (fsync + rename).
+    public var durableNanoseconds: UInt64?
+    /// True when the end line was written.
+    public var hasEnd: Bool
+    /// Lines that could not be read, as "line N: reason".
+    public var problems: [String]
+
+    /// A record cut short (second fault, power loss, watchdog) or with unreadable lines.
+    public var isPartial: Bool { !hasEnd || !problems.isEmpty || nestedCrash != nil }
+
+    public func module(containing address: Address) -> Module? {
+        modules.first { $0.contains(address) }
+    }
+}
+
+public struct CrashRecordError: Error, CustomStringConvertible, Equatable {
+    public var source: String
+    public var line: Int
+    public var reason: String
+    public var description: String { "\(source):\(line): \(reason)" }
+}
+
+extension CrashRecord {
+    public init(contentsOf url: URL) throws {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw CrashRecordError(source: url.path, line: 0, reason: "cannot read: \(error.localizedDescription)")
+        }
+        try self.init(data: data, source: url.path)
+    }
+
+    /// Parses a record. The first line must be a valid header; later lines that cannot be read
+    /// are listed in `problems` and the rest is kept (a record cut short still tells a lot).
+    public init(data: Data, source: String = "<data>") throws {
+        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard let first = lines.first, !first.isEmpty else {
+            throw CrashRecordError(source: source, line: 1, reason: "empty file, not a crash record")
+        }
+        guard let header = Self.object(first), header["format"] as? String == Self.format else {
+            throw CrashRecordError(source: source, line: 1, reason: "not a crash record (missing \"format\":\"\(Self.format)\" header)")
+        }
+        guard let version = header["version"] as? Int, version == Self.supportedVersion else {
+            throw CrashRecordError(source: source, line: 1, reason: "unsupported record version \(header["version"] ?? "none")")
+        }
+        self.version = version
+        id = header["id"] as? String ?? ""
+        appID = header["app_id"] as? String ?? ""
+        appVersion = header["app_version"] as? String ?? ""
+        processID = Int32(header["pid"] as? Int ?? 0)
+        let nanoseconds = (header["timestamp_ns"] as? NSNumber)?.uint64Value ?? 0
+        timestamp = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
+        architecture = header["arch"] as? String ?? ""
+        registers = [:]
+        frames = []
+        modules = []
+        hasEnd = false
+        problems = []
+
+        for (offset, bytes) in lines.enumerated().dropFirst() where !bytes.isEmpty {
+            let number = offset + 1
+            guard let line = Self.object(bytes), let type = line["type"] as? String else {
+                problems.append("line \(number): not a JSON object with a \"type\"")
+                continue
+            }
+            do {
+                try apply(type: type, line: line)
+            } catch {
+                problems.append("line \(number): \(type): \(error)")
+            }
+        }
+    }
+
+    private static func object(_ bytes: Data.SubSequence) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    }
+
+    private struct FieldError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private static func field<T>(_ line: [String: Any], _ key: String, as type: T.Type = T.self) throws -> T {
+        guard let value = line[key] as? T else { throw FieldError(description: "missing or malformed \"\(key)\"") }
+        return value
+    }
+
+    private static func address(_ line: [String: Any], _ key: String) throws -> Address {
+        guard let address = Address(hex: try field(line, key, as: String.self)) else {
+            throw FieldError(description: "\"\(key)\" is not a 0x… address")
+        }
+        return address
+    }
+
+    private mutating func apply(type: String, line: [String: Any]) throws {
+        switch type {
+        case "signal":
+            signal = Signal(
+                number: Int32(try Self.field(line, "signo", as: Int.self)),
+                name: try Self.field(line, "name"),
+                code: Int32(try Self.field(line, "code", as: Int.self)),
+                codeName: line["code_name"] as? String ?? "",
+                faultAddress: try Self.address(line, "fault_address"),
+                senderPID: (line["sender_pid"] as? Int).map(Int32.init))
+        case "thread":
+            thread = Thread(
+                id: Int32(try Self.field(line, "tid", as: Int.self)),
+                name: line["name"] as? String ?? "",
+                isMain: line["main"] as? Bool ?? false)
+        case "registers":
+            let values: [String: String] = try Self.field(line, "values")
+            for (name, text) in values {
+                guard let value = Address(hex: text) else { throw FieldError(description: "register \(name) is not hex") }
+                registers[name] = value
+            }
+        case "fatal_message":
+            fatalMessage = try Self.field(line, "text")
+        case "frame":
+            let kind = Frame.Kind(rawValue: try Self.field(line, "kind"))
+            guard let kind else { throw FieldError(description: "unknown frame kind") }
+            frames.append(Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: kind))
+        case "stack":
+            stack = Stack(
+                unwinder: try Self.field(line, "unwinder"),
+                depth: try Self.field(line, "depth"),
+                isTruncated: try Self.field(line, "truncated"),
+                depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false)
+        case "module":
+            modules.append(Module(
+                path: try Self.field(line, "path"),
+                start: try Self.address(line, "start"),
+                end: try Self.address(line, "end"),
+                bias: try Self.address(line, "bias"),
+                buildID: BuildID(hex: try Self.field(line, "build_id"))))
+        case "nested_crash":
+            nestedCrash = NestedCrash(
+                signal: Int32(try Self.field(line, "signo", as: Int.self)),
+                code: Int32(try Self.field(line, "code", as: Int.self)),
+                stage: try Self.field(line, "stage"))
+        case "watchdog":
+            watchdog = Watchdog(
+                stage: try Self.field(line, "stage"),
+                waitedMilliseconds: (try Self.field(line, "waited_ms", as: NSNumber.self)).uint64Value)
+        case "end":
+            hasEnd = true
+        case "timing":
+            durableNanoseconds = (try Self.field(line, "durable_ns", as: NSNumber.self)).uint64Value
+        default:
+            break   // a newer writer's line: ignored, so old readers keep working
+        }
+    }
+}

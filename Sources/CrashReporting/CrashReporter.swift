@@ -1,0 +1,117 @@
+// The public facade: `CrashReporter.start(_:)` once, early, on the caller's thread.
+// It prepares the reports directory and hands everything else to the C installer (CCrashCapture),
+// which sets up what the signal handler needs so that a crash only writes and renames a file.
+import CCrashCapture
+import Foundation
+import Synchronization
+
+public enum CrashReporter {
+    /// How crash reporting runs in this process. A value type: build it, then pass it to `start`.
+    public struct Configuration: Sendable {
+        /// Identifies the program in reports (seed 000's `app_metadata.bundle_id`), e.g. "com.example.app".
+        public var appID: String
+        /// Where records are written: `new/` while a process runs, `pending/` once a crash is recorded.
+        public var reportsDirectory: String
+        /// The program's version, carried in every record.
+        public var appVersion: String
+        /// How long the handler may take before the watchdog finishes the record itself.
+        public var watchdogTimeout: Duration
+
+        public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2)) {
+            self.appID = appID
+            self.reportsDirectory = reportsDirectory
+            self.appVersion = appVersion
+            self.watchdogTimeout = watchdogTimeout
+        }
+    }
+
+    /// Why `start` refused. Nothing is left installed when it throws.
+    public struct StartError: Error, CustomStringConvertible, Equatable {
+        public enum Kind: Sendable, Equatable {
+            case alreadyStarted
+            case invalidConfiguration
+            case reportsDirectoryUnusable
+            case installationFailed
+        }
+        public var kind: Kind
+        public var message: String
+        public var description: String { message }
+    }
+
+    private struct State {
+        var started = false
+        var reportsDirectory: URL?
+        var recordID: String?
+    }
+
+    private static let state = Mutex(State())
+
+    /// Installs crash capture. Call it at most once per process, as early as possible, on any
+    /// thread (that thread and every thread created afterwards get an alternate signal stack).
+    /// Throws `StartError` for a second call, an unusable reports directory or a failed install.
+    public static func start(_ configuration: Configuration) throws {
+        try state.withLock { state in
+            guard !state.started else {
+                throw StartError(kind: .alreadyStarted, message: "CrashReporter.start was already called in this process")
+            }
+            guard !configuration.appID.isEmpty else {
+                throw StartError(kind: .invalidConfiguration, message: "appID must not be empty")
+            }
+            let directory = try ReportsDirectory(path: configuration.reportsDirectory)
+            directory.recoverAbandonedRecords()
+            let recordID = UUID().uuidString.lowercased()
+            try install(configuration, directory: directory.url, recordID: recordID)
+            state.started = true
+            state.reportsDirectory = directory.url
+            state.recordID = recordID
+        }
+    }
+
+    /// True once `start` has succeeded.
+    public static var isStarted: Bool { state.withLock { $0.started } }
+
+    /// Crashes the process on purpose, to check that reports arrive — in debug builds only.
+    /// In release builds it writes a line to standard error and returns.
+    public static func forceCrash() {
+        #if DEBUG
+        fatalError("CrashReporter.forceCrash() was called")
+        #else
+        FileHandle.standardError.write(Data("CrashReporter.forceCrash() ignored: only debug builds crash on purpose\n".utf8))
+        #endif
+    }
+
+    private static func install(_ configuration: Configuration, directory: URL, recordID: String) throws {
+        let components = configuration.watchdogTimeout.components
+        let timeoutMilliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+        var errorBuffer = [CChar](repeating: 0, count: 512)
+        let result = directory.path.withCString { reportsDirectory in
+            recordID.withCString { recordID in
+                configuration.appID.withCString { appID in
+                    configuration.appVersion.withCString { appVersion in
+                        var options = ccr_install_options(
+                            reports_directory: reportsDirectory,
+                            record_id: recordID,
+                            app_id: appID,
+                            app_version: appVersion,
+                            watchdog_timeout_ms: Int32(clamping: max(timeoutMilliseconds, 1)),
+                            test_misbehaviour: testMisbehaviour())
+                        return ccr_install(&options, &errorBuffer, errorBuffer.count)
+                    }
+                }
+            }
+        }
+        guard result == 0 else {
+            let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw StartError(kind: result == 3 ? .reportsDirectoryUnusable : .installationFailed, message: message)
+        }
+    }
+
+    /// Test knob for the integration tests of the handler's own failure paths; read once, here.
+    private static func testMisbehaviour() -> Int32 {
+        switch ProcessInfo.processInfo.environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] {
+        case "fault-in-handler": return 1
+        case "hang-in-handler": return 2
+        default: return 0
+        }
+    }
+}
