@@ -102,3 +102,7 @@ void cfs_hold_loader_lock_on_new_thread(void) {
     pthread_create(&thread, NULL, loader_lock_thread, NULL);
     while (!atomic_load(&loader_lock_held)) usleep(1000);
 }
+
+void cfs_name_current_thread(const char *name) {
+    pthread_setname_np(pthread_self(), name);
+}

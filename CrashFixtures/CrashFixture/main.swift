@@ -133,8 +133,10 @@ let crashTogetherArrivals = Atomic<Int>(0)
 // MARK: - Running a fixture
 
 func runOnThread(_ fixture: Fixture, stackSize: Int = 0) {
-    let thread = Thread { level1(fixture) }
-    thread.name = "fixture-worker"
+    let thread = Thread {
+        cfs_name_current_thread("fixture-worker")   // the OS thread name the handler must record
+        level1(fixture)
+    }
     if stackSize > 0 { thread.stackSize = stackSize }
     thread.start()
 }
@@ -146,8 +148,11 @@ func waitForCrash() -> Never {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 3, let mode = LifecycleMode(rawValue: arguments[1]) {
+    runLifecycle(mode, reportsDirectory: arguments[2])
+}
 guard arguments.count == 3, let fixture = Fixture(rawValue: arguments[1]) else {
-    let names = Fixture.allCases.map(\.rawValue).joined(separator: "\n  ")
+    let names = (Fixture.allCases.map(\.rawValue) + LifecycleMode.allCases.map(\.rawValue)).joined(separator: "\n  ")
     FileHandle.standardError.write(Data("usage: CrashFixture <fixture> <reports-directory>\nfixtures:\n  \(names)\n".utf8))
     exit(2)
 }

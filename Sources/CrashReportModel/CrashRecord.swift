@@ -156,6 +156,11 @@ public struct CrashRecordError: Error, CustomStringConvertible, Equatable {
     public var source: String
     public var line: Int
     public var reason: String
+    public init(source: String, line: Int, reason: String) {
+        self.source = source
+        self.line = line
+        self.reason = reason
+    }
     public var description: String { "\(source):\(line): \(reason)" }
 }
 

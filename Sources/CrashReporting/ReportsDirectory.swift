@@ -15,12 +15,8 @@ struct ReportsDirectory {
         }
         url = URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
         for folder in [newFolder, pendingFolder] {
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            } catch {
-                throw CrashReporter.StartError(
-                    kind: .reportsDirectoryUnusable,
-                    message: "cannot create \(folder.path): \(Self.reason(error))")
+            if let failure = Self.makeDirectories(folder.path) {
+                throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: failure)
             }
             guard access(folder.path, W_OK | X_OK) == 0 else {
                 throw CrashReporter.StartError(
@@ -28,6 +24,22 @@ struct ReportsDirectory {
                     message: "\(folder.path) is not writable: \(String(cString: strerror(errno)))")
             }
         }
+    }
+
+    /// mkdir -p with the failing component and errno in the message; nil on success.
+    private static func makeDirectories(_ path: String) -> String? {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                return "cannot create \(prefix): \(String(cString: strerror(errno)))"
+            }
+        }
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            return "\(path) is not a directory"
+        }
+        return nil
     }
 
     /// Files left in new/ by processes that are gone: an empty one is the unused record file of a
@@ -50,13 +62,5 @@ struct ReportsDirectory {
                 rename(path, pendingFolder.appendingPathComponent(name).path)
             }
         }
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        return nsError.localizedDescription
     }
 }

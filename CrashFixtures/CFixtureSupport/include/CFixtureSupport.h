@@ -21,6 +21,9 @@ int cfs_install_marker_handler(int signo, const char *marker_path);
 /// Returns once the lock is held.
 void cfs_hold_loader_lock_on_new_thread(void);
 
+/// Names the calling OS thread (pthread_setname_np; at most 15 bytes).
+void cfs_name_current_thread(const char *name);
+
 #pragma clang assume_nonnull end
 
 #endif

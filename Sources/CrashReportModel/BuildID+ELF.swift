@@ -1,0 +1,67 @@
+// Reads the GNU build-id of an ELF file on disk, to check that a file is the one a record names
+// before trusting it (a rebuilt binary has a different build-id).
+import Foundation
+
+extension BuildID {
+    /// The NT_GNU_BUILD_ID note of a 64-bit little-endian ELF file, or nil if it has none or is
+    /// not such a file.
+    public init?(elfFileAtPath path: String) {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 64), header.count == 64,
+              header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2, header[5] == 1 else { return nil }
+        let programHeaderOffset = header.loadLE(UInt64.self, at: 32)
+        let programHeaderSize = Int(header.loadLE(UInt16.self, at: 54))
+        let programHeaderCount = Int(header.loadLE(UInt16.self, at: 56))
+        guard programHeaderSize >= 56, programHeaderCount > 0, programHeaderCount < 4096 else { return nil }
+        guard (try? handle.seek(toOffset: programHeaderOffset)) != nil,
+              let table = try? handle.read(upToCount: programHeaderSize * programHeaderCount),
+              table.count == programHeaderSize * programHeaderCount else { return nil }
+        for index in 0..<programHeaderCount {
+            let base = index * programHeaderSize
+            guard table.loadLE(UInt32.self, at: base) == 4 else { continue }   // PT_NOTE
+            let offset = table.loadLE(UInt64.self, at: base + 8)
+            let size = Int(table.loadLE(UInt64.self, at: base + 32))
+            let alignment = table.loadLE(UInt64.self, at: base + 48) == 8 ? 8 : 4
+            guard size > 0, size < 1 << 20, (try? handle.seek(toOffset: offset)) != nil,
+                  let notes = try? handle.read(upToCount: size), notes.count == size else { continue }
+            if let id = Self.buildID(inNotes: notes, alignment: alignment) {
+                self = id
+                return
+            }
+        }
+        return nil
+    }
+
+    private static func buildID(inNotes notes: Data, alignment: Int) -> BuildID? {
+        func align(_ value: Int) -> Int { (value + alignment - 1) & ~(alignment - 1) }
+        var cursor = 0
+        while cursor + 12 <= notes.count {
+            let nameSize = Int(notes.loadLE(UInt32.self, at: cursor))
+            let descriptorSize = Int(notes.loadLE(UInt32.self, at: cursor + 4))
+            let type = notes.loadLE(UInt32.self, at: cursor + 8)
+            let nameStart = cursor + 12
+            let descriptorStart = nameStart + align(nameSize)
+            let next = descriptorStart + align(descriptorSize)
+            guard descriptorStart + descriptorSize <= notes.count else { return nil }
+            let nameBytes = notes[notes.startIndex + nameStart ..< notes.startIndex + nameStart + nameSize]
+            if type == 3, nameSize == 4, Array(nameBytes) == [0x47, 0x4E, 0x55, 0] {   // NT_GNU_BUILD_ID, "GNU\0"
+                let descriptor = notes[notes.startIndex + descriptorStart ..< notes.startIndex + descriptorStart + descriptorSize]
+                return BuildID(hex: descriptor.map { String(format: "%02x", $0) }.joined())
+            }
+            cursor = next
+        }
+        return nil
+    }
+}
+
+extension Data {
+    fileprivate func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+        var value = T.zero
+        Swift.withUnsafeMutableBytes(of: &value) { destination in
+            let start = startIndex + offset
+            destination.copyBytes(from: self[start ..< start + MemoryLayout<T>.size])
+        }
+        return T(littleEndian: value)
+    }
+}

@@ -1,0 +1,269 @@
+// Every crash fixture, in debug and release, run as a subprocess: it must die by the expected
+// signal, leave exactly one complete record, and that record's frames must read (through
+// llvm-symbolizer, an independent oracle) as the fixture's known stack down to level1.
+import CrashReportModel
+import Foundation
+import Glibc
+import Testing
+
+/// What a fixture's record must show.
+struct CrashExpectation: Sendable {
+    var signal: Int32
+    var code: Int32?
+    /// A function that frame 0's inline chain must mention.
+    var frame0: String? = nil
+    /// Names (functions or modules, innermost first) that must appear in order before level5.
+    var innerFrames: [String] = []
+    var levels = true
+    var fatalMessage: String? = nil
+    var crashedOnMainThread = true
+    var threadName: String? = nil
+}
+
+struct FixtureCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var configuration: BuildConfiguration
+    var expectation: CrashExpectation
+    var testDescription: String { "\(name) (\(configuration))" }
+}
+
+let SEGV_MAPERR_CODE: Int32 = 1
+let SI_TKILL_CODE: Int32 = -6
+let SI_KERNEL_CODE: Int32 = 0x80
+
+func expectation(for name: String, _ configuration: BuildConfiguration) -> CrashExpectation {
+    let debug = configuration == .debug
+    switch name {
+    case "null-pointer-write":
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer")
+    case "abort-from-c":
+        return .init(signal: SIGABRT, code: SI_TKILL_CODE, frame0: "libc", innerFrames: ["libc", "cfs_abort"])
+    case "array-index-out-of-range":
+        return debug
+            ? .init(signal: SIGILL, code: 2, innerFrames: ["indexOutOfRange"], fatalMessage: "Index out of range")
+            : .init(signal: SIGILL, code: 2, frame0: "Swift runtime failure: Index out of range", innerFrames: ["indexOutOfRange"])
+    case "force-unwrap-nil":
+        return debug
+            ? .init(signal: SIGILL, code: 2, innerFrames: ["forceUnwrap"], fatalMessage: "Unexpectedly found nil")
+            : .init(signal: SIGILL, code: 2, frame0: "Swift runtime failure: Unexpectedly found nil", innerFrames: ["forceUnwrap"])
+    case "fatal-error":
+        return .init(signal: SIGILL, code: 2, innerFrames: ["callFatalError"], fatalMessage: "Fatal error: fixture: the ledger does not balance")
+    case "integer-division-by-zero":
+        return .init(signal: SIGFPE, code: 1 /* FPE_INTDIV */, frame0: "cfs_divide")
+    case "truncated-mapping-bus-error":
+        return .init(signal: SIGBUS, code: 2 /* BUS_ADRERR */, frame0: "cfs_touch_truncated_mapping")
+    case "trap-instruction":
+        return .init(signal: SIGTRAP, code: SI_KERNEL_CODE, frame0: "cfs_trap_instruction")
+    case "background-thread-crash", "concurrent-crashes":
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer",
+                     crashedOnMainThread: false, threadName: "fixture-worker")
+    case "task-crash":
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer", crashedOnMainThread: false)
+    case "qsort-comparator-crash":
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer",
+                     innerFrames: ["crashInComparator", "libc", "sortWithCrashingComparator"])
+    case "previous-handler-chained":
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer")
+    case "force-crash":
+        return .init(signal: SIGILL, code: 2, innerFrames: ["forceCrash"], fatalMessage: "CrashReporter.forceCrash() was called")
+    default:
+        fatalError("no expectation for \(name)")
+    }
+}
+
+let standardFixtures = [
+    "null-pointer-write", "abort-from-c", "array-index-out-of-range", "force-unwrap-nil", "fatal-error",
+    "integer-division-by-zero", "truncated-mapping-bus-error", "trap-instruction", "background-thread-crash",
+    "task-crash", "qsort-comparator-crash", "previous-handler-chained", "concurrent-crashes",
+]
+
+let standardCases: [FixtureCase] = BuildConfiguration.allCases.flatMap { configuration in
+    standardFixtures.map { FixtureCase(name: $0, configuration: configuration, expectation: expectation(for: $0, configuration)) }
+} + [FixtureCase(name: "force-crash", configuration: .debug, expectation: expectation(for: "force-crash", .debug))]
+
+/// Checks shared by every complete record: signal, frame 0 = the faulting pc, modules real.
+func checkCompleteRecord(_ record: CrashRecord, run: FixtureRun, signal: Int32) throws {
+    #expect(run.terminatedBySignal == signal, "exit: signal \(run.terminatedBySignal.map(String.init) ?? "none"), status \(run.exitStatus.map(String.init) ?? "none")")
+    #expect(record.hasEnd, "record has no end line")
+    #expect(record.problems.isEmpty, "unreadable lines: \(record.problems)")
+    #expect(record.signal?.number == signal)
+    #expect(record.appID == "com.example.crash-fixture")
+    #expect(run.newFiles.isEmpty, "new/ still holds \(run.newFiles.map(\.lastPathComponent))")
+    let frame0 = try #require(record.frames.first)
+    #expect(frame0.kind == .programCounter)
+    #expect(frame0.address == record.registers["rip"], "frame 0 is not the faulting instruction")
+    #expect(record.frames.count <= 50)
+    #expect(record.durableNanoseconds != nil)
+    try checkModules(record)
+}
+
+/// Every module with a file on disk has the build-id the record says.
+func checkModules(_ record: CrashRecord) throws {
+    let executable = try #require(record.modules.first, "no modules recorded")
+    #expect(executable.path.hasSuffix("/CrashFixture"))
+    var checked = 0
+    for module in record.modules where FileManager.default.fileExists(atPath: module.path) {
+        let onDisk = BuildID(elfFileAtPath: module.path)
+        #expect(onDisk == (module.buildID.isEmpty ? nil : module.buildID), "build-id of \(module.path)")
+        checked += 1
+    }
+    #expect(checked >= 3, "only \(checked) modules had files")
+    #expect(record.modules.contains { $0.path.contains("libswiftCore.so") })
+}
+
+/// The indices of frames that mention each name, in the order given; fails if any is missing or
+/// out of order.
+func checkOrder(_ names: [String], in frames: [SymbolizedFrame], after start: Int = -1) -> Int? {
+    var last = start
+    for name in names {
+        guard let index = frames.firstIndex(where: { $0.index > last && $0.mentions(name) }) else {
+            Issue.record("\(name) not found after frame \(last) in:\n\(describe(frames))")
+            return nil
+        }
+        last = frames[index].index
+    }
+    return last
+}
+
+func describe(_ frames: [SymbolizedFrame]) -> String {
+    frames.map { frame in
+        let chain = frame.locations.map { "\($0.function) \(($0.file as NSString).lastPathComponent):\($0.line)" }.joined(separator: " <- ")
+        return "#\(frame.index) \((frame.module as NSString).lastPathComponent) \(chain)"
+    }.joined(separator: "\n")
+}
+
+@Suite("Crash fixtures")
+struct CrashFixtureTests {
+    @Test("record is complete and the stack reads level5…level1", arguments: standardCases)
+    func fixture(_ fixture: FixtureCase) throws {
+        let expected = fixture.expectation
+        let run = try FixtureRun.run(fixture.name, fixture.configuration)
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: expected.signal)
+        if let code = expected.code { #expect(record.signal?.code == code) }
+        #expect(record.stack?.unwinder == "libunwind")
+        #expect(record.stack?.isTruncated == false)
+
+        let thread = try #require(record.thread)
+        #expect(thread.isMain == expected.crashedOnMainThread)
+        if let name = expected.threadName { #expect(thread.name == name) }
+        if let message = expected.fatalMessage {
+            #expect(record.fatalMessage?.contains(message) == true, "fatal message: \(record.fatalMessage ?? "none")")
+        }
+
+        let frames = try LLVMSymbolizer.symbolize(record)
+        if let name = expected.frame0 {
+            #expect(frames[0].mentions(name), "frame 0 should mention \(name):\n\(describe(frames))")
+        }
+        let innermost = checkOrder(expected.innerFrames, in: frames)
+        if expected.levels, let after = innermost {
+            _ = checkOrder(["level5", "level4", "level3", "level2", "level1"], in: frames, after: after)
+        }
+        // Frames the oracle resolves in the fixture must carry its source file and a line.
+        let fixtureLines = frames.flatMap(\.locations).filter { $0.function.contains("level") }
+        #expect(fixtureLines.count >= 5)
+        #expect(fixtureLines.allSatisfy { $0.file.hasSuffix("CrashFixture/main.swift") && $0.line > 0 })
+
+        if fixture.name == "previous-handler-chained" {
+            let marker = run.reportsDirectory.appendingPathComponent("previous-handler.marker")
+            #expect((try? String(contentsOf: marker, encoding: .utf8)) == "previous handler ran for signal 11\n")
+        }
+    }
+
+    @Test("stack overflow is recorded from the alternate stack", arguments: BuildConfiguration.allCases, ["main-thread-stack-overflow", "background-thread-stack-overflow"])
+    func stackOverflow(_ configuration: BuildConfiguration, _ name: String) throws {
+        let run = try FixtureRun.run(name, configuration)
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.thread?.isMain == (name == "main-thread-stack-overflow"))
+        let stack = try #require(record.stack)
+        #expect(record.frames.count == 50)
+        #expect(stack.isTruncated)
+        #expect(stack.depth > 1000, "an overflowing stack is deep; depth \(stack.depth)")
+        let frames = try LLVMSymbolizer.symbolize(record)
+        let recursive = frames.filter { $0.mentions("recurseWithoutEnd") }.count
+        #expect(recursive >= 40, "frames:\n\(describe(frames))")
+    }
+
+    @Test("a 50-frame cut keeps the innermost frames and the true depth", arguments: BuildConfiguration.allCases)
+    func deepStack(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("deep-stack", configuration)
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        let stack = try #require(record.stack)
+        #expect(record.frames.count == 50)
+        #expect(stack.isTruncated)
+        #expect(stack.depthIsLowerBound == false)
+        // 61 recursion frames + crash + level1…5 + main + libc start-up frames.
+        #expect(stack.depth >= 68 && stack.depth <= 80, "depth \(stack.depth)")
+        let frames = try LLVMSymbolizer.symbolize(record)
+        #expect(frames[0].mentions("cfs_write_null_pointer"))
+        #expect(frames[1...].allSatisfy { $0.mentions("recurseThenCrash") }, "frames:\n\(describe(frames))")
+    }
+
+    @Test("forceCrash logs and returns in release builds")
+    func forceCrashInRelease() throws {
+        let run = try FixtureRun.run("force-crash", .release)
+        #expect(run.exitStatus == 0)
+        #expect(run.standardOutput.contains("forceCrash returned"))
+        #expect(run.standardError.contains("forceCrash() ignored"))
+        #expect(run.pendingRecords.isEmpty)
+        #expect(run.newFiles.isEmpty)
+    }
+
+    @Test("chains to Swift's own backtracer, which still prints its report")
+    func chainsToSwiftBacktracer() throws {
+        let run = try FixtureRun.run("null-pointer-write", .debug, environment: ["SWIFT_BACKTRACE": "enable=yes,interactive=no,symbolicate=off"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(run.standardError.contains("Program crashed"), "stderr: \(run.standardError.prefix(400))")
+    }
+}
+
+@Suite("Handler failure paths")
+struct HandlerFailureTests {
+    @Test("a fault inside the handler leaves a minimal record and the process still dies", arguments: BuildConfiguration.allCases)
+    func faultInHandler(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("fault-in-handler", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "fault-in-handler"])
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let record = try run.onlyRecord()
+        #expect(record.isPartial)
+        #expect(record.signal?.number == SIGSEGV)
+        #expect(record.registers["rip"] != nil)
+        let nested = try #require(record.nestedCrash)
+        #expect(nested.signal == SIGSEGV)
+        #expect(nested.stage == 1)
+        #expect(record.frames.isEmpty)
+    }
+
+    @Test("a handler that hangs is finished by the watchdog within its timeout", arguments: BuildConfiguration.allCases)
+    func hangInHandler(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("hang-in-handler", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.terminatedBySignal == SIGSEGV)
+        #expect(run.elapsed < .seconds(6), "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        let watchdog = try #require(record.watchdog)
+        #expect(watchdog.waitedMilliseconds >= 1900)
+        #expect(record.stack?.unwinder == "frame-pointer")
+        #expect(record.hasEnd)
+        #expect(record.frames.first?.address == record.registers["rip"])
+        try checkModules(record)
+        if configuration == .debug {
+            // Debug builds keep frame pointers, so the fallback walk still reads the whole chain.
+            let frames = try LLVMSymbolizer.symbolize(record)
+            _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: frames)
+        }
+    }
+
+    @Test("a crash while another thread holds the loader lock does not hang", arguments: BuildConfiguration.allCases)
+    func loaderLockHeld(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("loader-lock-held", configuration)
+        #expect(run.terminatedBySignal == SIGSEGV)
+        #expect(run.elapsed < .seconds(6), "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        #expect(record.hasEnd)
+        #expect(record.frames.first?.address == record.registers["rip"])
+        let frames = try LLVMSymbolizer.symbolize(record)
+        #expect(frames[0].mentions("cfs_write_null_pointer"))
+    }
+}

@@ -1,0 +1,71 @@
+// The record reader: complete records, records cut short, and input that is not a record.
+import CrashReportModel
+import Foundation
+import Testing
+
+let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"r1","app_id":"com.example","app_version":"2.0","pid":42,"timestamp_ns":1700000000000000000,"arch":"x86_64"}"#
+
+@Suite("CrashRecord reader")
+struct CrashRecordTests {
+    @Test("a complete record reads into typed fields")
+    func complete() throws {
+        let text = [
+            header,
+            #"{"type":"signal","signo":4,"name":"SIGILL","code":2,"code_name":"ILL_ILLOPN","fault_address":"0x5555"}"#,
+            #"{"type":"thread","tid":43,"name":"worker \"a\"","main":false,"crashed":true}"#,
+            #"{"type":"registers","values":{"rip":"0x5555","rsp":"0x7ffd0000"}}"#,
+            #"{"type":"fatal_message","text":"Fatal error: boom\n"}"#,
+            #"{"type":"frame","index":0,"address":"0x5555","kind":"pc"}"#,
+            #"{"type":"frame","index":1,"address":"0x6000","kind":"return_address"}"#,
+            #"{"type":"stack","unwinder":"libunwind","frames":2,"depth":2,"truncated":false,"depth_is_lower_bound":false}"#,
+            #"{"type":"module","path":"/app","start":"0x5000","end":"0x7000","bias":"0x4000","build_id":"ABCDEF"}"#,
+            #"{"type":"something_newer","x":1}"#,
+            #"{"type":"end","elapsed_before_sync_ns":100}"#,
+            #"{"type":"timing","durable_ns":250000}"#,
+        ].joined(separator: "\n") + "\n"
+        let record = try CrashRecord(data: Data(text.utf8))
+        #expect(record.id == "r1")
+        #expect(record.processID == 42)
+        #expect(record.signal?.name == "SIGILL")
+        #expect(record.signal?.faultAddress == Address(0x5555))
+        #expect(record.thread?.id == 43)
+        #expect(record.thread?.name == "worker \"a\"")
+        #expect(record.thread?.isMain == false)
+        #expect(record.registers["rip"] == Address(0x5555))
+        #expect(record.fatalMessage == "Fatal error: boom\n")
+        #expect(record.frames.map(\.lookupAddress) == [Address(0x5555), Address(0x5fff)])
+        #expect(record.module(containing: Address(0x6000))?.fileAddress(of: Address(0x6000)) == Address(0x2000))
+        #expect(record.modules.first?.buildID.hex == "abcdef")
+        #expect(record.durableNanoseconds == 250_000)
+        #expect(!record.isPartial)
+    }
+
+    @Test("a record cut mid-line keeps what it has and says it is partial")
+    func truncated() throws {
+        let text = header + "\n" + #"{"type":"signal","signo":11,"name":"SIGSEGV","code":1,"code_name":"","fault_address":"0x0"}"# + "\n" + #"{"type":"frame","ind"#
+        let record = try CrashRecord(data: Data(text.utf8), source: "cut.crash")
+        #expect(record.isPartial)
+        #expect(record.signal?.number == 11)
+        #expect(record.problems == ["line 3: not a JSON object with a \"type\""])
+    }
+
+    @Test("garbage is refused with the file and line", arguments: [
+        ("", "empty file, not a crash record"),
+        ("hello\n", "not a crash record (missing \"format\":\"swift-crash-reporting.crash-record\" header)"),
+        (#"{"format":"swift-crash-reporting.crash-record","version":9}"#, "unsupported record version 9"),
+    ])
+    func garbage(_ input: String, _ reason: String) {
+        #expect(throws: CrashRecordError(source: "bad.crash", line: 1, reason: reason)) {
+            try CrashRecord(data: Data(input.utf8), source: "bad.crash")
+        }
+    }
+
+    @Test("a field of the wrong type is reported, the rest kept")
+    func wrongField() throws {
+        let text = header + "\n" + #"{"type":"frame","index":0,"address":"nowhere","kind":"pc"}"# + "\n" + #"{"type":"end"}"#
+        let record = try CrashRecord(data: Data(text.utf8))
+        #expect(record.frames.isEmpty)
+        #expect(record.hasEnd)
+        #expect(record.problems == [#"line 2: frame: "address" is not a 0x… address"#])
+    }
+}
