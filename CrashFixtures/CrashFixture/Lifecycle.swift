@@ -11,6 +11,15 @@ enum LifecycleMode: String, CaseIterable {
     case cleanExit = "clean-exit"
     /// Starts, prints "ready", and waits to be killed (SIGKILL leaves its record file in new/).
     case waitForKill = "wait-for-kill"
+    /// Times one `start` and prints "start-ns <n>" (for tools/bench-capture).
+    case startCost = "start-cost"
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock the benchmark's parent process reads too.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 /// The current SIGSEGV action's handler address (Swift's backtracer has one before we start).
@@ -40,6 +49,12 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         exit(0)
     case .cleanExit:
         try! CrashReporter.start(configuration)
+        exit(0)
+    case .startCost:
+        let before = monotonicNanoseconds()
+        try! CrashReporter.start(configuration)
+        let after = monotonicNanoseconds()
+        print("start-ns \(after - before)")
         exit(0)
     case .waitForKill:
         try! CrashReporter.start(configuration)

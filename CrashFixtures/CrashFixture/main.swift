@@ -171,6 +171,14 @@ if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
     }
 }
 
+if let delay = ProcessInfo.processInfo.environment["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS"].flatMap(Int.init) {
+    usleep(useconds_t(delay * 1000))   // a process that has been up a while, not one crashing on launch
+}
+if ProcessInfo.processInfo.environment["CRASH_FIXTURE_PRINT_CRASH_TIME"] == "1" {
+    // Read by tools/bench-capture: the moment just before the crash, on the parent's clock.
+    FileHandle.standardError.write(Data("crash-at-ns \(monotonicNanoseconds())\n".utf8))
+}
+
 switch fixture {
 case .backgroundThreadCrash:
     runOnThread(fixture)

@@ -3,6 +3,7 @@
 // which sets up what the signal handler needs so that a crash only writes and renames a file.
 import CCrashCapture
 import Foundation
+import Glibc
 import Synchronization
 
 public enum CrashReporter {
@@ -40,7 +41,7 @@ public enum CrashReporter {
 
     private struct State {
         var started = false
-        var reportsDirectory: URL?
+        var reportsDirectory: String?
         var recordID: String?
     }
 
@@ -59,10 +60,12 @@ public enum CrashReporter {
             }
             let directory = try ReportsDirectory(path: configuration.reportsDirectory)
             directory.recoverAbandonedRecords()
-            let recordID = UUID().uuidString.lowercased()
-            try install(configuration, directory: directory.url, recordID: recordID)
+            var idBuffer = [CChar](repeating: 0, count: 37)
+            ccr_make_record_id(&idBuffer)
+            let recordID = String(decoding: idBuffer.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            try install(configuration, directory: directory.path, recordID: recordID)
             state.started = true
-            state.reportsDirectory = directory.url
+            state.reportsDirectory = directory.path
             state.recordID = recordID
         }
     }
@@ -80,11 +83,11 @@ public enum CrashReporter {
         #endif
     }
 
-    private static func install(_ configuration: Configuration, directory: URL, recordID: String) throws {
+    private static func install(_ configuration: Configuration, directory: String, recordID: String) throws {
         let components = configuration.watchdogTimeout.components
         let timeoutMilliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
         var errorBuffer = [CChar](repeating: 0, count: 512)
-        let result = directory.path.withCString { reportsDirectory in
+        let result = directory.withCString { reportsDirectory in
             recordID.withCString { recordID in
                 configuration.appID.withCString { appID in
                     configuration.appVersion.withCString { appVersion in
@@ -108,7 +111,7 @@ public enum CrashReporter {
 
     /// Test knob for the integration tests of the handler's own failure paths; read once, here.
     private static func testMisbehaviour() -> Int32 {
-        switch ProcessInfo.processInfo.environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] {
+        switch getenv("CRASH_REPORTING_TEST_MISBEHAVIOUR").map({ String(cString: $0) }) {
         case "fault-in-handler": return 1
         case "hang-in-handler": return 2
         default: return 0

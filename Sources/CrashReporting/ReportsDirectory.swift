@@ -1,27 +1,35 @@
 // The reports directory and its state folders. States are folders and moves are renames:
 // new/ (a live process's record file, opened in advance) → pending/ (complete, waiting).
-import Foundation
+// Plain system calls rather than FileManager: this runs inside `start`, which has a 1 ms budget,
+// and Foundation's first use costs more than that budget's remainder.
 import Glibc
 
 struct ReportsDirectory {
-    let url: URL
-    var newFolder: URL { url.appendingPathComponent("new", isDirectory: true) }
-    var pendingFolder: URL { url.appendingPathComponent("pending", isDirectory: true) }
+    let path: String
+    var newFolder: String { path + "/new" }
+    var pendingFolder: String { path + "/pending" }
 
-    /// Creates the folders and proves the directory is writable, or throws a `StartError`.
+    /// Creates the folders and proves they are writable, or throws a `StartError`.
     init(path: String) throws {
         guard !path.isEmpty else {
             throw CrashReporter.StartError(kind: .invalidConfiguration, message: "reportsDirectory must not be empty")
         }
-        url = URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
+        var absolute = path
+        if !path.hasPrefix("/") {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+            guard getcwd(&buffer, buffer.count) != nil else {
+                throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: "cannot resolve \(path): no current directory")
+            }
+            absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
+        }
+        while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
+        self.path = absolute
         for folder in [newFolder, pendingFolder] {
-            if let failure = Self.makeDirectories(folder.path) {
+            if let failure = Self.makeDirectories(folder) {
                 throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: failure)
             }
-            guard access(folder.path, W_OK | X_OK) == 0 else {
-                throw CrashReporter.StartError(
-                    kind: .reportsDirectoryUnusable,
-                    message: "\(folder.path) is not writable: \(String(cString: strerror(errno)))")
+            guard access(folder, W_OK | X_OK) == 0 else {
+                throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: "\(folder) is not writable: \(Self.errorText())")
             }
         }
     }
@@ -32,7 +40,7 @@ struct ReportsDirectory {
         for component in path.split(separator: "/") {
             prefix += "/" + component
             if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                return "cannot create \(prefix): \(String(cString: strerror(errno)))"
+                return "cannot create \(prefix): \(errorText())"
             }
         }
         var status = stat()
@@ -42,24 +50,32 @@ struct ReportsDirectory {
         return nil
     }
 
-    /// Files left in new/ by processes that are gone: an empty one is the unused record file of a
-    /// run that ended without crashing (killed, say); a non-empty one is a record whose writer died
-    /// mid-way, kept by moving it to pending/ where the reader marks it partial. A file whose
+    private static func errorText() -> String { String(cString: strerror(errno)) }
+
+    /// Files left in new/ by processes that are gone: one that is empty or still starts with the
+    /// install-time prefill ('\n') is the unused record file of a run that ended without crashing
+    /// (killed, say); anything else is a record whose writer died mid-way or whose rename was lost,
+    /// kept by moving it to pending/, where the reader marks it partial if it is. A file whose
     /// writer still holds its lock belongs to a live process and is left alone.
     func recoverAbandonedRecords() {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: newFolder.path) else { return }
-        for name in names where name.hasSuffix(".crash") {
-            let path = newFolder.appendingPathComponent(name).path
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard let directory = opendir(newFolder) else { return }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasSuffix(".crash") else { continue }
+            let file = newFolder + "/" + name
+            let fd = open(file, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
-            var status = stat()
-            guard fstat(fd, &status) == 0 else { continue }
-            if status.st_size == 0 {
-                unlink(path)
+            var first: UInt8 = 0
+            let count = read(fd, &first, 1)
+            if count == 0 || (count == 1 && first == UInt8(ascii: "\n")) {
+                unlink(file)
             } else {
-                rename(path, pendingFolder.appendingPathComponent(name).path)
+                rename(file, pendingFolder + "/" + name)
             }
         }
     }

@@ -30,8 +30,8 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound);
 void ccr_record_write_modules(ccr_writer *w);
-/// Writes the end line, fsyncs, renames new/ → pending/, fsyncs the directory, then appends the
-/// timing line. Async-signal-safe.
+/// Writes the end line, fdatasyncs, renames new/ → pending/, then appends the timing line.
+/// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);
 
 /// Resets `signo` to its default action and sends it to the calling thread, so the process ends

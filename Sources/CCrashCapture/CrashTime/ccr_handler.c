@@ -302,12 +302,14 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
+    c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();
 
     atomic_store(&ccr_global.stage, STAGE_UNWIND);
     uintptr_t frames[CCR_MAX_FRAMES];
     int depth = 0, lower_bound = 0;
     int kept = uc ? ccr_unwind_libunwind(uc, frames, CCR_MAX_FRAMES, &depth, &lower_bound) : -1;
+    c->unwind_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
 
     int claim = CCR_FINISHER_NONE;
     if (!atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_HANDLER)) {

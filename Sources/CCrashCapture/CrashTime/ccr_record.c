@@ -1,5 +1,5 @@
 // The sections of a crash record that both the handler and the watchdog write, and the step that
-// makes a record durable: end line, fsync, rename new/ → pending/, fsync of pending/.
+// makes a record durable: end line, fdatasync, rename new/ → pending/.
 #include <fcntl.h>
 #include <stdio.h>
 #include <time.h>
@@ -60,14 +60,20 @@ void ccr_record_write_modules(ccr_writer *w) {
 
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
     ccr_writer_text(w, "{\"type\":\"end\"");
+    ccr_writer_key(w, "header_ns", 0);
+    ccr_writer_uint(w, ccr_global.context.header_done_ns);
+    ccr_writer_key(w, "unwind_ns", 0);
+    ccr_writer_uint(w, ccr_global.context.unwind_done_ns);
     ccr_writer_key(w, "elapsed_before_sync_ns", 0);
     ccr_writer_uint(w, ccr_now_ns(CLOCK_MONOTONIC) - started_ns);
     ccr_writer_text(w, "}\n");
     ccr_writer_flush(w);
-    fsync(ccr_global.record_fd);
-    if (rename(ccr_global.new_path, ccr_global.pending_path) == 0 && ccr_global.pending_dir_fd >= 0) {
-        fsync(ccr_global.pending_dir_fd);
-    }
+    // Data only: the file's blocks were allocated and synced at install, so no metadata changes
+    // unless the record outgrew the prefill. The directory is not synced: if power fails before
+    // the rename reaches the disk, the complete record is still in new/ and the next start moves
+    // it to pending/.
+    fdatasync(ccr_global.record_fd);
+    rename(ccr_global.new_path, ccr_global.pending_path);
     // Appended after the record is durable; a reader treats it as optional.
     uint64_t durable_ns = ccr_now_ns(CLOCK_MONOTONIC) - started_ns;
     ccr_writer_text(w, "{\"type\":\"timing\"");

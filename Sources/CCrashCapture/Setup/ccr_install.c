@@ -10,6 +10,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,21 +55,23 @@ static int open_record_file(const ccr_install_options *o, char *error, size_t ca
     }
     // Held until the process ends: tells a later launch that this file's writer is still alive.
     flock(ccr_global.record_fd, LOCK_EX | LOCK_NB);
-    char pending_dir[CCR_PATH_MAX];
-    snprintf(pending_dir, sizeof pending_dir, "%s/pending", o->reports_directory);
-    ccr_global.pending_dir_fd = open(pending_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (ccr_global.pending_dir_fd < 0) {
-        snprintf(error, capacity, "cannot open %s: %s", pending_dir, strerror(errno));
-        close_fd(&ccr_global.record_fd);
-        unlink(ccr_global.new_path);
-        return -1;
+    // Prefill with newlines (blank lines to a reader) so the blocks exist before any crash; the
+    // watchdog thread syncs them in the background. The handler writes from offset 0 over them.
+    static const char newlines[4096] = {[0 ... 4095] = '\n'};
+    for (size_t done = 0; done < CCR_RECORD_PREFILL; done += sizeof newlines) {
+        if (write(ccr_global.record_fd, newlines, sizeof newlines) != (ssize_t)sizeof newlines) {
+            snprintf(error, capacity, "cannot write the crash record file %s: %s", ccr_global.new_path, strerror(errno));
+            close_fd(&ccr_global.record_fd);
+            unlink(ccr_global.new_path);
+            return -1;
+        }
     }
+    lseek(ccr_global.record_fd, 0, SEEK_SET);
     return 0;
 }
 
 static void close_record_file(void) {
     close_fd(&ccr_global.record_fd);
-    close_fd(&ccr_global.pending_dir_fd);
     unlink(ccr_global.new_path);
 }
 
@@ -194,4 +197,30 @@ int ccr_module_count(void) {
 
 uint64_t ccr_last_install_duration_ns(void) {
     return last_install_ns;
+}
+
+void ccr_make_record_id(char *out) {
+    uint8_t bytes[16] = {0};
+    size_t filled = 0;
+    while (filled < sizeof bytes) {
+        ssize_t n = getrandom(bytes + filled, sizeof bytes - filled, 0);
+        if (n > 0) filled += (size_t)n;
+        else if (errno != EINTR) break;
+    }
+    if (filled < sizeof bytes) {   // no getrandom: time and pid still make a unique file name here
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        uint64_t mix[2] = {(uint64_t)now.tv_sec ^ ((uint64_t)getpid() << 32), (uint64_t)now.tv_nsec};
+        memcpy(bytes, mix, sizeof bytes);
+    }
+    bytes[6] = (bytes[6] & 0x0F) | 0x40;   // version 4
+    bytes[8] = (bytes[8] & 0x3F) | 0x80;   // RFC 4122 variant
+    static const char hex[] = "0123456789abcdef";
+    char *p = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+        *p++ = hex[bytes[i] >> 4];
+        *p++ = hex[bytes[i] & 15];
+    }
+    *p = '\0';
 }

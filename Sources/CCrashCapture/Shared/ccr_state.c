@@ -3,6 +3,5 @@
 
 ccr_state ccr_global = {
     .record_fd = -1,
-    .pending_dir_fd = -1,
     .watchdog_fd = {-1, -1},
 };

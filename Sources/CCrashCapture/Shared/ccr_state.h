@@ -22,6 +22,9 @@
 #define CCR_ID_MAX 64
 #define CCR_TEXT_MAX 256
 #define CCR_SIGNAL_COUNT 6
+/// Bytes of '\n' written into the record file at install: blocks already allocated and synced,
+/// so the crash-time fdatasync flushes data only. Readers skip blank lines.
+#define CCR_RECORD_PREFILL (64 * 1024)
 
 /// One loaded ELF object. Written at install; read lock-free at crash time.
 typedef struct ccr_module {
@@ -50,14 +53,15 @@ typedef struct ccr_crash_context {
     uintptr_t sp;
     uintptr_t fp;
     uint64_t started_ns;
+    uint64_t header_done_ns;   // elapsed since started_ns when each stage ended (0: not reached)
+    uint64_t unwind_done_ns;
 } ccr_crash_context;
 
 enum { CCR_FINISHER_NONE = 0, CCR_FINISHER_HANDLER = 1, CCR_FINISHER_WATCHDOG = 2 };
 
 typedef struct ccr_state {
     int installed;
-    int record_fd;            // opened at install in new/, O_WRONLY|O_CLOEXEC
-    int pending_dir_fd;       // fsync'd after the rename so the rename itself is durable
+    int record_fd;            // opened at install in new/, O_WRONLY|O_CLOEXEC, prefilled (see ccr_install.c)
     char new_path[CCR_PATH_MAX];
     char pending_path[CCR_PATH_MAX];
     char record_id[CCR_ID_MAX];

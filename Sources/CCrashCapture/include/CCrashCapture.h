@@ -43,6 +43,10 @@ int ccr_module_count(void);
 /// install get one automatically). Returns 0 on success. Not async-signal-safe: calls mmap.
 int ccr_ensure_alternate_signal_stack(void);
 
+/// Writes a random version-4 UUID in lower-case text (36 characters and a NUL) into `out`, which
+/// must hold 37 bytes. Not async-signal-safe only in that it is never needed there: getrandom(2).
+void ccr_make_record_id(char *out);
+
 /// Nanoseconds `ccr_install` took in its last successful call (for the start-cost benchmark).
 uint64_t ccr_last_install_duration_ns(void);
 
