@@ -34,6 +34,12 @@ let package = Package(
             path: "CrashFixtures/CrashFixture"
         ),
 
+        .executableTarget(
+            name: "CrashDemo",
+            dependencies: ["CrashReporting", "CrashReportModel"],
+            path: "Examples/CrashDemo"
+        ),
+
         .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"]),
         .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashFixture"]),
     ]

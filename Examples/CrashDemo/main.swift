@@ -1,0 +1,52 @@
+// CrashDemo: a small "order service" that links CrashReporting. Run it once and it crashes on a
+// nil it did not expect; run it again and it finds the record its previous run left and shows it.
+// Usage: CrashDemo <reports-directory>
+import CrashReportModel
+import CrashReporting
+import Foundation
+
+struct Order {
+    var id: Int
+    var coupon: String?
+}
+
+@inline(never) func discount(for order: Order) -> Int {
+    order.coupon!.count * 5   // the bug: orders without a coupon
+}
+
+@inline(never) func price(_ order: Order) -> Int {
+    100 - discount(for: order)
+}
+
+@inline(never) func process(_ orders: [Order]) -> Int {
+    orders.reduce(0) { $0 + price($1) }
+}
+
+let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "/tmp/crash-demo"
+let pending = URL(fileURLWithPath: directory).appendingPathComponent("pending")
+let records = ((try? FileManager.default.contentsOfDirectory(at: pending, includingPropertiesForKeys: nil)) ?? [])
+    .filter { $0.pathExtension == "crash" }
+
+try CrashReporter.start(.init(appID: "com.example.crash-demo", reportsDirectory: directory, appVersion: "1.0.0"))
+
+if records.isEmpty {
+    print("CrashDemo: processing orders (the last one has no coupon)...")
+    print("total:", process([Order(id: 1, coupon: "SPRING"), Order(id: 2, coupon: nil)]))
+} else {
+    for url in records {
+        let record = try CrashRecord(contentsOf: url)
+        print("CrashDemo relaunched: found the crash record of the previous run: \(url.lastPathComponent)")
+        print("  signal:   \(record.signal.map { "\($0.name) (\($0.codeName)) at \($0.faultAddress)" } ?? "?")")
+        print("  thread:   \(record.thread.map { "\($0.id) \"\($0.name)\"\($0.isMain ? " (main)" : "")" } ?? "?")")
+        print("  message:  \(record.fatalMessage?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "(none: an -O trap)")")
+        print("  stack:    \(record.frames.count) frames of \(record.stack?.depth ?? 0), unwound by \(record.stack?.unwinder ?? "?")")
+        for frame in record.frames {
+            let module = record.module(containing: frame.lookupAddress)
+            let name = module.map { ($0.path as NSString).lastPathComponent } ?? "?"
+            let offset = module.map { String(frame.address.value - $0.bias.value, radix: 16) } ?? "?"
+            print("    #\(frame.index) \(name) + 0x\(offset)")
+        }
+        print("  modules:  \(record.modules.count), e.g. \(record.modules[0].path) build-id \(record.modules[0].buildID)")
+        print("  durable:  \((record.durableNanoseconds ?? 0) / 1000) us after the signal")
+    }
+}
