@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // swift-crash-reporting: crash capture for Swift programs on Linux.
-// The runtime depends on Foundation and the system's libunwind (loaded with dlopen) only.
+// The runtime depends on Foundation and the system's libunwind (loaded with dlopen) only;
+// symbolication uses libdw; crashtool adds swift-argument-parser.
 import PackageDescription
 
 let package = Package(
@@ -8,6 +9,11 @@ let package = Package(
     products: [
         .library(name: "CrashReporting", targets: ["CrashReporting"]),
         .library(name: "CrashReportModel", targets: ["CrashReportModel"]),
+        .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
+        .executable(name: "crashtool", targets: ["crashtool"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // C. The only code that runs inside the signal handler lives in CrashTime/.
@@ -21,6 +27,15 @@ let package = Package(
         ),
         .target(name: "CrashReportModel"),
         .target(name: "CrashReporting", dependencies: ["CCrashCapture", "CrashReportModel"]),
+        .systemLibrary(name: "CLibdw", pkgConfig: "libdw", providers: [.apt(["libdw-dev"])]),
+        .target(name: "CrashSymbolication", dependencies: ["CLibdw", "CrashReportModel"]),
+        .executableTarget(
+            name: "crashtool",
+            dependencies: [
+                "CrashSymbolication", "CrashReportModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
 
         // Programs that crash in known ways; the integration tests run them as subprocesses.
         .target(
@@ -42,10 +57,14 @@ let package = Package(
 
         .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"]),
         .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashFixture"]),
+        .testTarget(
+            name: "CrashSymbolicationTests",
+            dependencies: ["CrashSymbolication", "CrashReportModel", "CrashFixture", "crashtool"]
+        ),
     ]
 )
 
-let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport"]
+let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport", "CLibdw"]
 for target in package.targets where !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -55,6 +55,27 @@ extension BuildID {
     }
 }
 
+/// Small reads of ELF program headers, for facts a record does not carry.
+public enum ELFFile {
+    /// The page-aligned p_vaddr of the first PT_LOAD segment (0 for PIE executables and shared
+    /// libraries), or nil if the file is not a 64-bit little-endian ELF file.
+    public static func firstLoadAddress(atPath path: String) -> UInt64? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 64), header.count == 64,
+              header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2, header[5] == 1 else { return nil }
+        let offset = header.loadLE(UInt64.self, at: 32)
+        let size = Int(header.loadLE(UInt16.self, at: 54))
+        let count = Int(header.loadLE(UInt16.self, at: 56))
+        guard size >= 56, count > 0, count < 4096, (try? handle.seek(toOffset: offset)) != nil,
+              let table = try? handle.read(upToCount: size * count), table.count == size * count else { return nil }
+        for index in 0..<count where table.loadLE(UInt32.self, at: index * size) == 1 {   // PT_LOAD
+            return table.loadLE(UInt64.self, at: index * size + 16) & ~0xFFF
+        }
+        return nil
+    }
+}
+
 extension Data {
     fileprivate func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
         var value = T.zero

@@ -143,6 +143,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var hasEnd: Bool
     /// Lines that could not be read, as "line N: reason".
     public var problems: [String]
+    /// Set when the record was converted from another tool's report (Swift's backtracer JSON):
+    /// that tool's one-line description of the crash.
+    public var foreignDescription: String?
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines.
     public var isPartial: Bool { !hasEnd || !problems.isEmpty || nestedCrash != nil }
@@ -201,6 +204,7 @@ extension CrashRecord {
         modules = []
         hasEnd = false
         problems = []
+        foreignDescription = nil
 
         for (offset, bytes) in lines.enumerated().dropFirst() where !bytes.isEmpty {
             let number = offset + 1

@@ -1,0 +1,77 @@
+// The text form of a report: what `crashtool symbolicate` prints, read like a good crash log —
+// what crashed and why first, then the crashed thread's frames, then the images.
+import Foundation
+
+extension CrashReport {
+    public var text: String {
+        var out: [String] = []
+        let title = "Crash report \(recordID)" + (isPartial ? "  (PARTIAL: the record was cut short)" : "")
+        out.append(title)
+        out.append(String(repeating: "=", count: title.count))
+        if !appID.isEmpty {
+            out.append("App:       \(appID)\(appVersion.isEmpty ? "" : " \(appVersion)")\(processID > 0 ? "  (pid \(processID))" : "")")
+        }
+        if timestamp.timeIntervalSince1970 > 0 {
+            out.append("Time:      \(ISO8601DateFormatter().string(from: timestamp))")
+        }
+        if !architecture.isEmpty { out.append("Arch:      \(architecture)") }
+        if let signal {
+            var line = "Signal:    \(signal.name) (\(signal.number))"
+            if !signal.codeName.isEmpty { line += " \(signal.codeName)" }
+            if ["SIGSEGV", "SIGBUS"].contains(signal.name) { line += " at \(signal.faultAddress)" }
+            if let sender = signal.senderPID { line += ", sent by pid \(sender)" }
+            out.append(line)
+        }
+        out.append("Reason:    \(reason)")
+        if let fatalMessage, !reason.contains(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            out.append("Message:   \(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        if let nestedCrash { out.append("Note:      the handler itself faulted (signal \(nestedCrash.signal)) at stage \(nestedCrash.stage); the record stops there") }
+        if let watchdog { out.append("Note:      the handler stalled; the watchdog finished the record after \(watchdog.waitedMilliseconds) ms") }
+        for problem in problems { out.append("Problem:   \(problem)") }
+        out.append("")
+
+        let thread = crashedThread
+        var header = "Crashed thread \(thread.id)"
+        if !thread.name.isEmpty { header += " \"\(thread.name)\"" }
+        if thread.isMain { header += " (main)" }
+        if let stack {
+            header += ": \(stack.isTruncated ? "innermost \(thread.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
+        }
+        out.append(header)
+        let moduleWidth = min(28, thread.frames.map { (($0.module ?? "?") as NSString).lastPathComponent.count }.max() ?? 0)
+        for frame in thread.frames {
+            let module = ((frame.module ?? "?") as NSString).lastPathComponent
+            var line = "#\(frame.index)".padding(toLength: 4, withPad: " ", startingAt: 0) + " "
+            line += module.padding(toLength: max(moduleWidth, module.count), withPad: " ", startingAt: 0) + "  "
+            if let function = frame.function {
+                line += (frame.isInlined ? "[inlined] " : "") + function
+            } else {
+                line += "\(frame.address)" + (frame.moduleOffset.map { " (\(module) + \($0))" } ?? "")
+            }
+            if let file = frame.file {
+                var location = file
+                if let number = frame.line { location += ":\(number)" }
+                if let column = frame.column { location += ":\(column)" }
+                line += "  (\(location))"
+            }
+            if let note = frame.note { line += "  ! \(note)" }
+            out.append(line)
+        }
+        out.append("")
+
+        out.append("Images:")
+        for image in images {
+            var line = "  \((image.path as NSString).lastPathComponent)  \(image.buildID.isEmpty ? "(no build-id)" : image.buildID.hex)  \(image.start)-\(image.end)  \(image.path)"
+            switch image.symbols {
+            case .recordedPath?: line += image.hasDebugInfo ? "  [debug info]" : "  [symbols only]"
+            case .debugFile(let path)?: line += "  [symbols: \(path)]"
+            case .buildIDMismatch(let onDisk)?: line += "  [CHANGED since the crash: file has build-id \(onDisk)]"
+            case .notFound?: line += "  [no symbols found]"
+            case nil: break
+            }
+            out.append(line)
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,148 @@
+// CrashReport: what symbolication made of a CrashRecord — function, file, line and inlined
+// frames for each address, the crash's reason, and where each module's symbols came from.
+// The record is never modified; a report can always be made again from it.
+import Foundation
+
+public struct CrashReport: Sendable, Codable, Equatable {
+    /// Where a module's symbols came from, or why there are none.
+    public enum SymbolSource: Sendable, Codable, Equatable {
+        /// The file at the module's recorded path, whose build-id matched.
+        case recordedPath(String)
+        /// A file found by build-id or name in a debug directory, /usr/lib/debug or debuginfod.
+        case debugFile(String)
+        /// The file at the recorded path has another build-id and no matching file was found.
+        case buildIDMismatch(fileBuildID: String)
+        /// No file with this build-id was found.
+        case notFound
+    }
+
+    public struct Image: Sendable, Codable, Equatable {
+        public var path: String
+        public var buildID: BuildID
+        public var start: Address
+        public var end: Address
+        public var bias: Address
+        /// nil when no frame of the crash is in this module, so it was not looked up.
+        public var symbols: SymbolSource?
+        /// True when the symbol file carries DWARF (file and line), not only a symbol table.
+        public var hasDebugInfo: Bool
+
+        public init(path: String, buildID: BuildID, start: Address, end: Address, bias: Address,
+                    symbols: SymbolSource?, hasDebugInfo: Bool) {
+            self.path = path
+            self.buildID = buildID
+            self.start = start
+            self.end = end
+            self.bias = bias
+            self.symbols = symbols
+            self.hasDebugInfo = hasDebugInfo
+        }
+    }
+
+    public struct Frame: Sendable, Codable, Equatable {
+        /// Index of the record frame this comes from; inlined frames share it.
+        public var index: Int
+        public var address: Address
+        public var module: String?
+        /// Address as the module's ELF file sees it (lookup address for callers: pc − 1).
+        public var moduleOffset: Address?
+        /// Demangled function name, or nil if no symbol covers the address.
+        public var function: String?
+        /// The name as the symbol table or DWARF has it (mangled for Swift and C++).
+        public var symbol: String?
+        public var file: String?
+        public var line: Int?
+        public var column: Int?
+        /// True for a frame inlined into the next one (same address).
+        public var isInlined: Bool
+        /// A caveat, such as "binary changed since the crash".
+        public var note: String?
+
+        public init(index: Int, address: Address, module: String?, moduleOffset: Address?, function: String?,
+                    symbol: String?, file: String?, line: Int?, column: Int?, isInlined: Bool, note: String?) {
+            self.index = index
+            self.address = address
+            self.module = module
+            self.moduleOffset = moduleOffset
+            self.function = function
+            self.symbol = symbol
+            self.file = file
+            self.line = line
+            self.column = column
+            self.isInlined = isInlined
+            self.note = note
+        }
+    }
+
+    public struct Thread: Sendable, Codable, Equatable {
+        public var id: Int32
+        public var name: String
+        public var isMain: Bool
+        public var frames: [Frame]
+
+        public init(id: Int32, name: String, isMain: Bool, frames: [Frame]) {
+            self.id = id
+            self.name = name
+            self.isMain = isMain
+            self.frames = frames
+        }
+    }
+
+    public var recordID: String
+    public var appID: String
+    public var appVersion: String
+    public var processID: Int32
+    public var timestamp: Date
+    public var architecture: String
+    public var signal: CrashRecord.Signal?
+    /// One line a person reads first: the Swift fatal-error message, the inlined "Swift runtime
+    /// failure: …" at a -O trap, or the signal's meaning.
+    public var reason: String
+    public var fatalMessage: String?
+    public var crashedThread: Thread
+    public var stack: CrashRecord.Stack?
+    public var images: [Image]
+    public var nestedCrash: CrashRecord.NestedCrash?
+    public var watchdog: CrashRecord.Watchdog?
+    public var isPartial: Bool
+    public var problems: [String]
+
+    public init(
+        recordID: String, appID: String, appVersion: String, processID: Int32, timestamp: Date,
+        architecture: String, signal: CrashRecord.Signal?, reason: String, fatalMessage: String?,
+        crashedThread: Thread, stack: CrashRecord.Stack?, images: [Image],
+        nestedCrash: CrashRecord.NestedCrash?, watchdog: CrashRecord.Watchdog?, isPartial: Bool, problems: [String]
+    ) {
+        self.recordID = recordID
+        self.appID = appID
+        self.appVersion = appVersion
+        self.processID = processID
+        self.timestamp = timestamp
+        self.architecture = architecture
+        self.signal = signal
+        self.reason = reason
+        self.fatalMessage = fatalMessage
+        self.crashedThread = crashedThread
+        self.stack = stack
+        self.images = images
+        self.nestedCrash = nestedCrash
+        self.watchdog = watchdog
+        self.isPartial = isPartial
+        self.problems = problems
+    }
+}
+
+extension CrashRecord.Signal {
+    /// What the signal usually means in a Swift program on Linux.
+    public var meaning: String {
+        switch name {
+        case "SIGSEGV": return "invalid memory access"
+        case "SIGBUS": return "bus error (access to a mapping with no backing, e.g. a truncated file)"
+        case "SIGILL": return "Swift runtime trap or illegal instruction"
+        case "SIGTRAP": return "trap instruction (Swift runtime trap on arm64, or a breakpoint)"
+        case "SIGABRT": return "abort() called"
+        case "SIGFPE": return "arithmetic error (integer division by zero)"
+        default: return "signal \(number)"
+        }
+    }
+}

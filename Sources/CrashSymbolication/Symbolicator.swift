@@ -1,0 +1,134 @@
+// Turns a CrashRecord (addresses and build-ids) into a CrashReport (functions, files, lines,
+// inlined frames). Frame 0 is looked up at its address, callers at their return address − 1.
+// A module whose file changed since the crash is never symbolicated from that file.
+import CrashReportModel
+import Foundation
+
+/// Symbolicates records. `Symbolicator` is the libdw implementation; tests can use a double.
+public protocol Symbolicating {
+    func symbolicate(_ record: CrashRecord) -> CrashReport
+}
+
+public final class Symbolicator: Symbolicating {
+    public let locator: DebugFileLocator
+    private var opened: [String: ModuleSymbols?] = [:]
+    private var located: [String: Result<DebugFileLocator.Location, DebugFileLocator.Failure>] = [:]
+
+    public init(locator: DebugFileLocator = .init()) {
+        self.locator = locator
+    }
+
+    public convenience init(debugDirectories: [String]) {
+        self.init(locator: DebugFileLocator(options: .init(debugDirectories: debugDirectories)))
+    }
+
+    public func symbolicate(_ record: CrashRecord) -> CrashReport {
+        var usedModules: Set<String> = []
+        var frames: [CrashReport.Frame] = []
+        for frame in record.frames {
+            let lookup = frame.lookupAddress
+            guard let module = record.module(containing: lookup) else {
+                frames.append(.init(index: frame.index, address: frame.address, module: nil, moduleOffset: nil, function: nil,
+                                    symbol: nil, file: nil, line: nil, column: nil, isInlined: false,
+                                    note: "address outside every recorded module"))
+                continue
+            }
+            usedModules.insert(key(module))
+            let fileAddress = module.fileAddress(of: lookup)
+            let base = CrashReport.Frame(index: frame.index, address: frame.address, module: module.path, moduleOffset: fileAddress,
+                                         function: nil, symbol: nil, file: nil, line: nil, column: nil, isInlined: false, note: nil)
+            switch symbols(for: module) {
+            case .failure(let failure):
+                var unresolved = base
+                if case .buildIDMismatch(let onDisk) = failure {
+                    unresolved.note = "binary changed since the crash (build-id \(module.buildID), file has \(onDisk))"
+                }
+                frames.append(unresolved)
+            case .success(let symbols):
+                let locations = symbols.lookup(fileAddress: fileAddress.value)
+                if locations.isEmpty {
+                    frames.append(base)
+                }
+                for location in locations {
+                    var resolved = base
+                    resolved.symbol = location.symbol
+                    resolved.function = Demangler.demangle(location.symbol)
+                    resolved.file = location.file
+                    resolved.line = location.line.flatMap { $0 > 0 ? $0 : nil }
+                    resolved.column = location.column
+                    resolved.isInlined = location.isInlined
+                    frames.append(resolved)
+                }
+            }
+        }
+
+        let images = record.modules.map { module -> CrashReport.Image in
+            var source: CrashReport.SymbolSource?
+            var hasDebugInfo = false
+            if usedModules.contains(key(module)), let location = located[key(module)] {
+                switch location {
+                case .success(let found):
+                    source = found.isRecordedPath ? .recordedPath(found.path) : .debugFile(found.path)
+                    hasDebugInfo = opened[found.path]??.hasDebugInfo ?? false
+                case .failure(.buildIDMismatch(let onDisk)): source = .buildIDMismatch(fileBuildID: onDisk)
+                case .failure(.notFound): source = .notFound
+                }
+            }
+            return .init(path: module.path, buildID: module.buildID, start: module.start, end: module.end, bias: module.bias,
+                         symbols: source, hasDebugInfo: hasDebugInfo)
+        }
+
+        let thread = record.thread
+        return CrashReport(
+            recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: record.processID,
+            timestamp: record.timestamp, architecture: record.architecture, signal: record.signal,
+            reason: reason(record, frames), fatalMessage: record.fatalMessage,
+            crashedThread: .init(id: thread?.id ?? 0, name: thread?.name ?? "", isMain: thread?.isMain ?? false, frames: frames),
+            stack: record.stack, images: images, nestedCrash: record.nestedCrash, watchdog: record.watchdog,
+            isPartial: record.isPartial, problems: record.problems)
+    }
+
+    /// The line a person reads first.
+    private func reason(_ record: CrashRecord, _ frames: [CrashReport.Frame]) -> String {
+        // -O traps: the reason survives only as an inlined frame at the trap address.
+        if let failure = frames.first(where: { $0.index == 0 && ($0.function ?? "").hasPrefix("Swift runtime failure: ") })?.function {
+            return failure
+        }
+        if let message = record.fatalMessage?.trimmingCharacters(in: .whitespacesAndNewlines), !message.isEmpty {
+            return message
+        }
+        if let description = record.foreignDescription, !description.isEmpty {
+            return description
+        }
+        guard let signal = record.signal else { return "unknown (the record has no signal line)" }
+        var text = "\(signal.name): \(signal.meaning)"
+        if ["SIGSEGV", "SIGBUS"].contains(signal.name) { text += " at \(signal.faultAddress)" }
+        if !signal.codeName.isEmpty { text += " (\(signal.codeName))" }
+        return text
+    }
+
+    private func key(_ module: CrashRecord.Module) -> String {
+        module.buildID.isEmpty ? "path:" + module.path : module.buildID.hex
+    }
+
+    private func symbols(for module: CrashRecord.Module) -> Result<ModuleSymbols, DebugFileLocator.Failure> {
+        let moduleKey = key(module)
+        let location: Result<DebugFileLocator.Location, DebugFileLocator.Failure>
+        if let known = located[moduleKey] {
+            location = known
+        } else {
+            location = locator.locate(module)
+            located[moduleKey] = location
+        }
+        switch location {
+        case .failure(let failure):
+            return .failure(failure)
+        case .success(let found):
+            if opened[found.path] == nil {
+                opened[found.path] = ModuleSymbols(path: found.path, debugSearchPath: locator.debugSearchPath)
+            }
+            guard let symbols = opened[found.path] ?? nil else { return .failure(.notFound) }
+            return .success(symbols)
+        }
+    }
+}
