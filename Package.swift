@@ -55,11 +55,13 @@ let package = Package(
             path: "Examples/CrashDemo"
         ),
 
-        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"]),
-        .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashFixture"]),
+        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus"]),
+        // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
+        .target(name: "CrashTestSupport", dependencies: ["CrashReportModel"], path: "Tests/CrashTestSupport"),
+        .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture"]),
         .testTarget(
             name: "CrashSymbolicationTests",
-            dependencies: ["CrashSymbolication", "CrashReportModel", "CrashFixture", "crashtool"]
+            dependencies: ["CrashSymbolication", "CrashReportModel", "CrashTestSupport", "CrashFixture", "crashtool"]
         ),
     ]
 )

@@ -206,7 +206,7 @@ final class ModuleSymbols {
         // recorded on the frame inlined into it.
         var file: String?, line: Int?, column: Int?
         if let entry = dwarf_getsrc_die(&cu, address) {
-            if let name = dwarf_linesrc(entry, nil, nil) { file = String(cString: name) }
+            if let name = dwarf_linesrc(entry, nil, nil) { file = absolute(String(cString: name), cu: &cu) }
             var number: Int32 = 0, col: Int32 = 0
             if dwarf_lineno(entry, &number) == 0 { line = Int(number) }
             if dwarf_linecol(entry, &col) == 0, col > 0 { column = Int(col) }
@@ -221,6 +221,16 @@ final class ModuleSymbols {
             }
         }
         return locations
+    }
+
+    /// A file name relative to the CU's compilation directory, joined with it (as llvm-symbolizer
+    /// and debuggers show it).
+    private func absolute(_ file: String, cu: inout Dwarf_Die) -> String {
+        guard !file.hasPrefix("/") else { return file.replacingOccurrences(of: "//", with: "/") }
+        var attribute = Dwarf_Attribute()
+        guard dwarf_attr(&cu, UInt32(DW_AT_comp_dir), &attribute) != nil, let directory = dwarf_formstring(&attribute) else { return file }
+        let base = String(cString: directory)
+        return base.hasSuffix("/") ? base + file : base + "/" + file
     }
 
     private func name(of die: inout Dwarf_Die) -> String? {
@@ -245,7 +255,7 @@ final class ModuleSymbols {
             var files: OpaquePointer?
             var count = 0
             if dwarf_getsrcfiles(&cu, &files, &count) == 0, Int(index) < count, let name = dwarf_filesrc(files, Int(index), nil, nil) {
-                file = String(cString: name)
+                file = absolute(String(cString: name), cu: &cu)
             }
         }
         let line = unsigned(DW_AT_call_line).map(Int.init)

@@ -2,6 +2,7 @@
 // signal, leave exactly one complete record, and that record's frames must read (through
 // llvm-symbolizer, an independent oracle) as the fixture's known stack down to level1.
 import CrashReportModel
+import CrashTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -234,6 +235,7 @@ struct HandlerFailureTests {
         #expect(nested.signal == SIGSEGV)
         #expect(nested.stage == 1)
         #expect(record.frames.isEmpty)
+        try checkModules(record)   // written with the fixed facts, before the fault
     }
 
     @Test("a handler that hangs is finished by the watchdog within its timeout", arguments: BuildConfiguration.allCases)

@@ -1,5 +1,6 @@
 // How `start` behaves around errors and process ends, observed from outside the process.
 import CrashReportModel
+import CrashTestSupport
 import Foundation
 import Glibc
 import Testing

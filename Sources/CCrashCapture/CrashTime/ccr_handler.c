@@ -1,8 +1,8 @@
 // The signal handler: records raw facts and almost no policy. Symbolication, redaction and upload
 // happen on the next launch or offline. Order of work: claim the one-crash guard, wake the
-// watchdog, write the fixed facts and flush them (they survive anything that follows), unwind,
-// write frames and modules, make the record durable, then chain to the previous handler or die by
-// the same signal.
+// watchdog, write the fixed facts and the module table and flush them (a record cut short by a
+// stall or a second fault after this point can still be symbolicated), unwind, write the frames,
+// make the record durable, then chain to the previous handler or die by the same signal.
 //
 // Installed with SA_SIGINFO | SA_ONSTACK | SA_NODEFER and an empty mask: SA_NODEFER lets a fault
 // inside the handler re-enter it (the kernel would otherwise kill the process silently), and the
@@ -20,9 +20,9 @@
 #include "ccr_crashtime.h"
 
 enum {
-    STAGE_HEADER = 1,
+    STAGE_HEADER = 1,    // fixed facts and modules
     STAGE_UNWIND = 2,
-    STAGE_MODULES = 3,
+    STAGE_FRAMES = 3,
     STAGE_FINISH = 4,
     STAGE_CHAINED = 5,   // record durable; running the previous handler
 };
@@ -301,6 +301,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer *w = &handler_writer;
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
+    ccr_record_write_modules(w);
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
     c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();
@@ -316,6 +317,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         // The watchdog decided we took too long and is finishing the record; it ends the process.
         for (;;) poll(NULL, 0, 1000);
     }
+    atomic_store(&ccr_global.stage, STAGE_FRAMES);
     if (kept < 0) {
         kept = ccr_unwind_frame_pointers(c->pc, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
@@ -325,8 +327,6 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         ccr_record_write_stack(w, "libunwind", kept, depth, lower_bound);
     }
 
-    atomic_store(&ccr_global.stage, STAGE_MODULES);
-    ccr_record_write_modules(w);
 
     atomic_store(&ccr_global.stage, STAGE_FINISH);
     ccr_record_finish(w, started);

@@ -1,8 +1,8 @@
 // The watchdog thread: created at install, asleep in read(2) until a crash starts. It bounds the
 // handler's time (libunwind can block on the loader lock held by another thread): if the handler
 // has not finished within the timeout, the watchdog writes the frame-pointer walk from the saved
-// context, the modules and the end line, makes the record durable and ends the process by the
-// crash signal. Runs during a crash, so it is held to the same async-signal-safe rules.
+// context (the handler wrote the fixed facts and modules before unwinding) and the end line,
+// makes the record durable and ends the process by the crash signal. Runs during a crash, so it is held to the same async-signal-safe rules.
 #include <errno.h>
 #include <poll.h>
 #include <time.h>
@@ -47,7 +47,6 @@ static void finish_for_stalled_handler(void) {
     int kept = ccr_unwind_frame_pointers(c->pc, c->fp, frames, CCR_MAX_FRAMES, &depth);
     ccr_record_write_frames(&w, frames, kept);
     ccr_record_write_stack(&w, "frame-pointer", kept, depth, 0);
-    ccr_record_write_modules(&w);
     ccr_record_finish(&w, c->started_ns);
 }
 

@@ -2,34 +2,35 @@
 // function / file / line, inline frames included, with no code of this project involved.
 import CrashReportModel
 import Foundation
-import Testing
 
-struct SymbolizedLocation: Equatable {
-    var function: String
-    var file: String
-    var line: Int
+public struct SymbolizedLocation: Equatable {
+    public var function: String
+    /// The name as the binary has it (mangled for Swift).
+    public var linkageName: String
+    public var file: String
+    public var line: Int
 }
 
-struct SymbolizedFrame {
-    var index: Int
-    var module: String
+public struct SymbolizedFrame {
+    public var index: Int
+    public var module: String
     /// Innermost inline frame first; the last entry is the function that owns the address.
-    var locations: [SymbolizedLocation]
+    public var locations: [SymbolizedLocation]
 
-    func mentions(_ name: String) -> Bool {
+    public func mentions(_ name: String) -> Bool {
         locations.contains { $0.function.contains(name) } || module.hasSuffix("/" + name) || module.contains(name + ".so")
     }
 }
 
-enum LLVMSymbolizer {
-    static var path: String? {
+public enum LLVMSymbolizer {
+    public static var path: String? {
         let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/llvm-symbolizer" }
             + ["/opt/swift/usr/bin/llvm-symbolizer"]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    static func symbolize(_ record: CrashRecord) throws -> [SymbolizedFrame] {
-        let tool = try #require(path, "llvm-symbolizer not found (it ships with the Swift toolchain)")
+    public static func symbolize(_ record: CrashRecord) throws -> [SymbolizedFrame] {
+        guard let tool = path else { throw TestSupportError("llvm-symbolizer not found (it ships with the Swift toolchain)") }
         var input: [String] = []
         var modules: [String] = []
         for frame in record.frames {
@@ -55,12 +56,15 @@ enum LLVMSymbolizer {
         try stdin.fileHandleForWriting.close()
         process.waitUntilExit()
         let lines = collector.text().split(separator: "\n")
-        try #require(lines.count == record.frames.count, "llvm-symbolizer answered \(lines.count) lines for \(record.frames.count) frames")
+        guard lines.count == record.frames.count else {
+            throw TestSupportError("llvm-symbolizer answered \(lines.count) lines for \(record.frames.count) frames")
+        }
         let symbolized: [SymbolizedFrame] = try zip(record.frames, lines).enumerated().map { offset, pair in
             let object = try JSONSerialization.jsonObject(with: Data(pair.1.utf8)) as? [String: Any]
             let symbols = object?["Symbol"] as? [[String: Any]] ?? []
             let locations = symbols.map {
-                SymbolizedLocation(function: $0["FunctionName"] as? String ?? "", file: $0["FileName"] as? String ?? "",
+                SymbolizedLocation(function: $0["FunctionName"] as? String ?? "", linkageName: $0["FunctionName"] as? String ?? "",
+                                   file: $0["FileName"] as? String ?? "",
                                    line: $0["Line"] as? Int ?? 0)
             }
             return SymbolizedFrame(index: pair.0.index, module: modules[offset], locations: locations)
@@ -70,10 +74,11 @@ enum LLVMSymbolizer {
 
     /// Swift linkage names through the toolchain's swift-demangle (mangling compresses repeated
     /// words, so "forceCrash" is not a substring of its mangled name).
-    static func demangled(_ frames: [SymbolizedFrame]) throws -> [SymbolizedFrame] {
+    public static func demangled(_ frames: [SymbolizedFrame]) throws -> [SymbolizedFrame] {
         let names = frames.flatMap { $0.locations.map(\.function) }
         guard !names.isEmpty else { return frames }
-        let tool = URL(fileURLWithPath: try #require(path)).deletingLastPathComponent().appendingPathComponent("swift-demangle")
+        guard let symbolizer = path else { throw TestSupportError("llvm-symbolizer not found") }
+        let tool = URL(fileURLWithPath: symbolizer).deletingLastPathComponent().appendingPathComponent("swift-demangle")
         let process = Process()
         process.executableURL = FileManager.default.isExecutableFile(atPath: tool.path) ? tool : URL(fileURLWithPath: "/opt/swift/usr/bin/swift-demangle")
         process.arguments = ["--simplified"]

@@ -1,36 +1,52 @@
 // Runs a CrashFixture build as a subprocess and collects how it ended and what it left behind.
+// Shared by the test targets; throws `TestSupportError` where a test would otherwise go on blind.
 import CrashReportModel
 import Foundation
-import Testing
+import Glibc
 
-enum BuildConfiguration: String, CaseIterable, Sendable, CustomTestStringConvertible {
+public struct TestSupportError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The build folder of this test run (…/.build/<triple>/debug), from the test runner's path.
+public var buildFolder: URL {
+    let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    var folder = runner.deletingLastPathComponent()
+    if folder.lastPathComponent.hasSuffix(".xctest") { folder = folder.deletingLastPathComponent() }
+    return folder
+}
+
+/// A fresh folder under the temporary directory.
+public func temporaryFolder(_ name: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
+}
+
+public enum BuildConfiguration: String, CaseIterable, Sendable, CustomStringConvertible {
     case debug, release
-    var testDescription: String { rawValue }
+    public var description: String { rawValue }
 
     /// The fixture binary of this configuration: $CRASH_FIXTURE_DEBUG / $CRASH_FIXTURE_RELEASE, or
     /// beside the test bundle (debug) and in its sibling release folder (built by tools/test).
-    var fixtureURL: URL {
+    public var fixtureURL: URL {
         let variable = "CRASH_FIXTURE_\(rawValue.uppercased())"
         if let path = ProcessInfo.processInfo.environment[variable] { return URL(fileURLWithPath: path) }
-        let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var folder = runner.deletingLastPathComponent()
-        if folder.lastPathComponent.hasSuffix(".xctest") { folder = folder.deletingLastPathComponent() }
-        return folder.deletingLastPathComponent().appendingPathComponent(rawValue).appendingPathComponent("CrashFixture")
+        return buildFolder.deletingLastPathComponent().appendingPathComponent(rawValue).appendingPathComponent("CrashFixture")
     }
 }
 
-struct FixtureRun {
-    var terminatedBySignal: Int32?
-    var exitStatus: Int32?
-    var standardOutput: String
-    var standardError: String
-    var elapsed: Duration
-    var reportsDirectory: URL
+public struct FixtureRun {
+    public var terminatedBySignal: Int32?
+    public var exitStatus: Int32?
+    public var standardOutput: String
+    public var standardError: String
+    public var elapsed: Duration
+    public var reportsDirectory: URL
 
-    var pendingRecords: [URL] { Self.files(in: reportsDirectory.appendingPathComponent("pending")) }
-    var newFiles: [URL] { Self.files(in: reportsDirectory.appendingPathComponent("new")) }
+    public var pendingRecords: [URL] { Self.files(in: reportsDirectory.appendingPathComponent("pending")) }
+    public var newFiles: [URL] { Self.files(in: reportsDirectory.appendingPathComponent("new")) }
 
-    static func files(in folder: URL) -> [URL] {
+    public static func files(in folder: URL) -> [URL] {
         ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
             .filter { $0.pathExtension == "crash" }
             .sorted { $0.path < $1.path }
@@ -38,15 +54,22 @@ struct FixtureRun {
 
     /// Runs `CrashFixture <name> <dir>` with the Swift backtracer off unless `environment` says
     /// otherwise; kills it after `timeout`.
-    static func run(
+    public static func run(
         _ name: String, _ configuration: BuildConfiguration, reportsDirectory: URL? = nil,
         environment: [String: String] = [:], timeout: Duration = .seconds(30)
     ) throws -> FixtureRun {
-        let binary = configuration.fixtureURL
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path),
-                     "no \(configuration) fixture at \(binary.path): run tools/test, which builds both")
-        let directory = reportsDirectory ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("crash-fixture-\(name)-\(configuration)-\(UUID().uuidString.prefix(8))")
+        try run(name, binary: configuration.fixtureURL, reportsDirectory: reportsDirectory, environment: environment, timeout: timeout)
+    }
+
+    /// Runs a given fixture binary (a copy, a stripped one…).
+    public static func run(
+        _ name: String, binary: URL, reportsDirectory: URL? = nil,
+        environment: [String: String] = [:], timeout: Duration = .seconds(30)
+    ) throws -> FixtureRun {
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw TestSupportError("no fixture at \(binary.path): run tools/test, which builds debug and release")
+        }
+        let directory = reportsDirectory ?? temporaryFolder("crash-fixture-\(name)")
         let process = Process()
         process.executableURL = binary
         process.arguments = [name, directory.path]
@@ -82,21 +105,22 @@ struct FixtureRun {
     }
 
     /// The one record the run must have left, parsed.
-    func onlyRecord(sourceLocation: SourceLocation = #_sourceLocation) throws -> CrashRecord {
+    public func onlyRecord() throws -> CrashRecord {
         let records = pendingRecords
-        try #require(records.count == 1, "expected exactly one record in pending/, found \(records.count); stderr: \(standardError)",
-                     sourceLocation: sourceLocation)
+        guard records.count == 1 else {
+            throw TestSupportError("expected exactly one record in pending/, found \(records.count); stderr: \(standardError)")
+        }
         return try CrashRecord(contentsOf: records[0])
     }
 }
 
 /// Drains a pipe on a background thread so a chatty child never blocks on a full pipe.
-final class OutputCollector: @unchecked Sendable {
+public final class OutputCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
     private let done = DispatchSemaphore(value: 0)
 
-    init(_ handle: FileHandle) {
+    public init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
             let all = handle.readDataToEndOfFile()
             lock.withLock { data = all }
@@ -104,7 +128,7 @@ final class OutputCollector: @unchecked Sendable {
         }
     }
 
-    func text() -> String {
+    public func text() -> String {
         done.wait()
         return lock.withLock { String(decoding: data, as: UTF8.self) }
     }
