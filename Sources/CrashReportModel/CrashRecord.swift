@@ -181,12 +181,24 @@ extension CrashRecord {
     /// Parses a record. The first line must be a valid header; later lines that cannot be read
     /// are listed in `problems` and the rest is kept (a record cut short still tells a lot).
     public init(data: Data, source: String = "<data>") throws {
-        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        guard let first = lines.first, !first.isEmpty else {
+        // One pass over the bytes; a record file ends in up to 64 KiB of prefill newlines, so
+        // empty lines must cost nothing.
+        var lines: [(number: Int, bytes: Data)] = []
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            var number = 1
+            var start = 0
+            for index in 0...raw.count {
+                guard index == raw.count || raw[index] == UInt8(ascii: "\n") else { continue }
+                if index > start { lines.append((number, Data(raw[start..<index]))) }
+                number += 1
+                start = index + 1
+            }
+        }
+        guard let (firstNumber, first) = lines.first else {
             throw CrashRecordError(source: source, line: 1, reason: "empty file, not a crash record")
         }
-        guard let header = Self.object(first), header["format"] as? String == Self.format else {
-            throw CrashRecordError(source: source, line: 1, reason: "not a crash record (missing \"format\":\"\(Self.format)\" header)")
+        guard firstNumber == 1, let header = Self.object(first), header["format"] as? String == Self.format else {
+            throw CrashRecordError(source: source, line: firstNumber, reason: "not a crash record (missing \"format\":\"\(Self.format)\" header)")
         }
         guard let version = header["version"] as? Int, version == Self.supportedVersion else {
             throw CrashRecordError(source: source, line: 1, reason: "unsupported record version \(header["version"] ?? "none")")
@@ -206,8 +218,7 @@ extension CrashRecord {
         problems = []
         foreignDescription = nil
 
-        for (offset, bytes) in lines.enumerated().dropFirst() where !bytes.isEmpty {
-            let number = offset + 1
+        for (number, bytes) in lines.dropFirst() {
             guard let line = Self.object(bytes), let type = line["type"] as? String else {
                 problems.append("line \(number): not a JSON object with a \"type\"")
                 continue
@@ -220,8 +231,8 @@ extension CrashRecord {
         }
     }
 
-    private static func object(_ bytes: Data.SubSequence) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    private static func object(_ bytes: Data) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any]
     }
 
     private struct FieldError: Error, CustomStringConvertible {

@@ -12,7 +12,7 @@ extension CrashReport {
             out.append("App:       \(appID)\(appVersion.isEmpty ? "" : " \(appVersion)")\(processID > 0 ? "  (pid \(processID))" : "")")
         }
         if timestamp.timeIntervalSince1970 > 0 {
-            out.append("Time:      \(ISO8601DateFormatter().string(from: timestamp))")
+            out.append("Time:      \(Timestamp.iso8601(timestamp))")
         }
         if !architecture.isEmpty { out.append("Arch:      \(architecture)") }
         if let signal {

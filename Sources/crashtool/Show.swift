@@ -25,7 +25,7 @@ struct Show: ParsableCommand {
         var out: [String] = []
         out.append("Record:    \(r.id)  (format version \(r.version)\(r.isPartial ? ", PARTIAL" : ""))")
         out.append("App:       \(r.appID) \(r.appVersion)  pid \(r.processID)  \(r.architecture)")
-        out.append("Time:      \(ISO8601DateFormatter().string(from: r.timestamp))")
+        out.append("Time:      \(Timestamp.iso8601(r.timestamp))")
         if let s = r.signal {
             out.append("Signal:    \(s.name) (\(s.number)) code \(s.code) \(s.codeName)  fault address \(s.faultAddress)")
         }
@@ -96,7 +96,7 @@ struct List: ParsableCommand {
         do {
             let record = try CrashRecord.load(contentsOf: file)
             let signal = record.signal.map { "\($0.name)" } ?? "?"
-            text = "\(ISO8601DateFormatter().string(from: record.timestamp))  \(signal)  \(record.appID) \(record.appVersion)"
+            text = "\(Timestamp.iso8601(record.timestamp))  \(signal)  \(record.appID) \(record.appVersion)"
             if record.isPartial { text += "  (partial)" }
         } catch {
             text = "unreadable: \(error)"

@@ -61,7 +61,7 @@ struct Symbolicate: ParsableCommand {
         if format == .json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            encoder.dateEncodingStrategy = .iso8601
+            encoder.dateEncodingStrategy = Timestamp.encodingStrategy
             let data = try records.count == 1 && reports.count == 1 ? encoder.encode(reports[0]) : encoder.encode(reports)
             print(String(decoding: data, as: UTF8.self))
         }

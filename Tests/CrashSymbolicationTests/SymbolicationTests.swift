@@ -45,7 +45,15 @@ func crashtool(_ arguments: [String], environment: [String: String] = [:]) throw
 
 func decodeReport(_ json: String) throws -> CrashReport {
     let decoder = JSONDecoder()
-    decoder.dateDecodingStrategy = .iso8601
+    decoder.dateDecodingStrategy = .custom { decoder in
+        let text = try decoder.singleValueContainer().decode(String.self)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let date = formatter.date(from: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not RFC 3339: \(text)"))
+        }
+        return date
+    }
     return try decoder.decode(CrashReport.self, from: Data(json.utf8))
 }
 
