@@ -8,24 +8,10 @@ extension BuildID {
     public init?(elfFileAtPath path: String) {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 64), header.count == 64,
-              header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2, header[5] == 1 else { return nil }
-        let programHeaderOffset = header.loadLE(UInt64.self, at: 32)
-        let programHeaderSize = Int(header.loadLE(UInt16.self, at: 54))
-        let programHeaderCount = Int(header.loadLE(UInt16.self, at: 56))
-        guard programHeaderSize >= 56, programHeaderCount > 0, programHeaderCount < 4096 else { return nil }
-        guard (try? handle.seek(toOffset: programHeaderOffset)) != nil,
-              let table = try? handle.read(upToCount: programHeaderSize * programHeaderCount),
-              table.count == programHeaderSize * programHeaderCount else { return nil }
-        for index in 0..<programHeaderCount {
-            let base = index * programHeaderSize
-            guard table.loadLE(UInt32.self, at: base) == 4 else { continue }   // PT_NOTE
-            let offset = table.loadLE(UInt64.self, at: base + 8)
-            let size = Int(table.loadLE(UInt64.self, at: base + 32))
-            let alignment = table.loadLE(UInt64.self, at: base + 48) == 8 ? 8 : 4
-            guard size > 0, size < 1 << 20, (try? handle.seek(toOffset: offset)) != nil,
-                  let notes = try? handle.read(upToCount: size), notes.count == size else { continue }
-            if let id = Self.buildID(inNotes: notes, alignment: alignment) {
+        for header in ELFFile.programHeaders(handle) ?? [] where header.type == 4 {   // PT_NOTE
+            guard header.fileSize > 0, header.fileSize < 1 << 20, (try? handle.seek(toOffset: header.offset)) != nil,
+                  let notes = try? handle.read(upToCount: Int(header.fileSize)), notes.count == Int(header.fileSize) else { continue }
+            if let id = Self.buildID(inNotes: notes, alignment: header.alignment == 8 ? 8 : 4) {
                 self = id
                 return
             }
@@ -57,11 +43,16 @@ extension BuildID {
 
 /// Small reads of ELF program headers, for facts a record does not carry.
 public enum ELFFile {
-    /// The page-aligned p_vaddr of the first PT_LOAD segment (0 for PIE executables and shared
-    /// libraries), or nil if the file is not a 64-bit little-endian ELF file.
-    public static func firstLoadAddress(atPath path: String) -> UInt64? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
+    struct ProgramHeader {
+        var type: UInt32
+        var offset: UInt64
+        var virtualAddress: UInt64
+        var fileSize: UInt64
+        var alignment: UInt64
+    }
+
+    /// The program headers of a 64-bit little-endian ELF file, or nil if it is not one.
+    static func programHeaders(_ handle: FileHandle) -> [ProgramHeader]? {
         guard let header = try? handle.read(upToCount: 64), header.count == 64,
               header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2, header[5] == 1 else { return nil }
         let offset = header.loadLE(UInt64.self, at: 32)
@@ -69,15 +60,25 @@ public enum ELFFile {
         let count = Int(header.loadLE(UInt16.self, at: 56))
         guard size >= 56, count > 0, count < 4096, (try? handle.seek(toOffset: offset)) != nil,
               let table = try? handle.read(upToCount: size * count), table.count == size * count else { return nil }
-        for index in 0..<count where table.loadLE(UInt32.self, at: index * size) == 1 {   // PT_LOAD
-            return table.loadLE(UInt64.self, at: index * size + 16) & ~0xFFF
+        return (0..<count).map { index in
+            let base = index * size
+            return ProgramHeader(type: table.loadLE(UInt32.self, at: base), offset: table.loadLE(UInt64.self, at: base + 8),
+                                 virtualAddress: table.loadLE(UInt64.self, at: base + 16), fileSize: table.loadLE(UInt64.self, at: base + 32),
+                                 alignment: table.loadLE(UInt64.self, at: base + 48))
         }
-        return nil
+    }
+
+    /// The page-aligned p_vaddr of the first PT_LOAD segment (0 for PIE executables and shared
+    /// libraries), or nil if the file is not a 64-bit little-endian ELF file.
+    public static func firstLoadAddress(atPath path: String) -> UInt64? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        return programHeaders(handle)?.first { $0.type == 1 }.map { $0.virtualAddress & ~0xFFF }   // PT_LOAD
     }
 }
 
 extension Data {
-    fileprivate func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+    func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
         var value = T.zero
         Swift.withUnsafeMutableBytes(of: &value) { destination in
             let start = startIndex + offset
