@@ -30,7 +30,7 @@ extension CrashRecord {
         let crashed = threads[crashedIndex]
 
         version = Self.supportedVersion
-        id = ((source as NSString).lastPathComponent as NSString).deletingPathExtension
+        id = fileName(of: source).split(separator: ".").first.map(String.init) ?? source
         appID = ""
         appVersion = ""
         processID = 0

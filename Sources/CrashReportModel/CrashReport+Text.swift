@@ -39,9 +39,9 @@ extension CrashReport {
             header += ": \(stack.isTruncated ? "innermost \(thread.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
         }
         out.append(header)
-        let moduleWidth = min(28, thread.frames.map { (($0.module ?? "?") as NSString).lastPathComponent.count }.max() ?? 0)
+        let moduleWidth = min(28, thread.frames.map { fileName(of: $0.module ?? "?").count }.max() ?? 0)
         for frame in thread.frames {
-            let module = ((frame.module ?? "?") as NSString).lastPathComponent
+            let module = fileName(of: frame.module ?? "?")
             var line = "#\(frame.index)".padding(toLength: 4, withPad: " ", startingAt: 0) + " "
             line += module.padding(toLength: max(moduleWidth, module.count), withPad: " ", startingAt: 0) + "  "
             if let function = frame.function {
@@ -62,7 +62,7 @@ extension CrashReport {
 
         out.append("Images:")
         for image in images {
-            var line = "  \((image.path as NSString).lastPathComponent)  \(image.buildID.isEmpty ? "(no build-id)" : image.buildID.hex)  \(image.start)-\(image.end)  \(image.path)"
+            var line = "  \(fileName(of: image.path))  \(image.buildID.isEmpty ? "(no build-id)" : image.buildID.hex)  \(image.start)-\(image.end)  \(image.path)"
             switch image.symbols {
             case .recordedPath?: line += image.hasDebugInfo ? "  [debug info]" : "  [symbols only]"
             case .debugFile(let path)?: line += "  [symbols: \(path)]"

@@ -28,3 +28,9 @@ public enum Timestamp {
         try container.encode(iso8601(date))
     }
 }
+
+/// The last component of a path ("libc.so.6" of "/lib/x86_64-linux-gnu/libc.so.6"), without
+/// NSString bridging, which costs a measurable part of a short crashtool run.
+public func fileName(of path: String) -> String {
+    path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
+}

@@ -57,7 +57,7 @@ public struct DebugFileLocator: Sendable {
         }
         guard !buildID.isEmpty else { return .failure(mismatch ?? .notFound) }
 
-        let name = (module.path as NSString).lastPathComponent
+        let name = fileName(of: module.path)
         for directory in options.debugDirectories {
             for candidate in buildIDPaths(in: directory, buildID) + [directory + "/" + name, directory + "/" + name + ".debug"]
             where matches(candidate, buildID) {

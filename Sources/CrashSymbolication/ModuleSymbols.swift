@@ -8,6 +8,7 @@
 // subroutines are found by walking the DIEs here; and symbol-table lookup in libdwfl is linear
 // (about 1 ms a frame in libswiftCore), so a sorted table is built once.
 import CLibdw
+import CrashReportModel
 import Foundation
 
 /// One source location of a frame: the function and where in it. Innermost inline frame first.
@@ -62,7 +63,7 @@ final class ModuleSymbols {
         }
         self.dwfl = dwfl
         dwfl_report_begin(dwfl)
-        let module = dwfl_report_elf(dwfl, (path as NSString).lastPathComponent, path, -1, 0, true)
+        let module = dwfl_report_elf(dwfl, fileName(of: path), path, -1, 0, true)
         dwfl_report_end(dwfl, nil, nil)
         guard let module else {
             dwfl_end(dwfl)

@@ -5,7 +5,8 @@ import Foundation
 import Glibc
 
 struct Show: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show a crash record as the handler wrote it (no symbolication).")
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show a crash record as the handler wrote it (no symbolication).")
 
     @Argument(help: "A crash record file.")
     var record: String
@@ -41,7 +42,7 @@ struct Show: ParsableCommand {
         }
         for frame in r.frames {
             let module = r.module(containing: frame.lookupAddress)
-            let place = module.map { "\(($0.path as NSString).lastPathComponent) + \($0.fileAddress(of: frame.address))" } ?? "?"
+            let place = module.map { "\(fileName(of: $0.path)) + \($0.fileAddress(of: frame.address))" } ?? "?"
             out.append("  #\(frame.index)".padding(toLength: 6, withPad: " ", startingAt: 0) + "\(frame.address)  \(place)  [\(frame.kind.rawValue)]")
         }
         if !r.registers.isEmpty {
@@ -61,7 +62,8 @@ struct Show: ParsableCommand {
 }
 
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the records in a reports directory: pending, quarantined (with why), and in progress.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the records in a reports directory: pending, quarantined (with why), and in progress.")
 
     @Argument(help: "The reportsDirectory given to CrashReporter.start.")
     var reportsDirectory: String

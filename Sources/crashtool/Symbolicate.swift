@@ -7,6 +7,7 @@ import Glibc
 
 struct Symbolicate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "symbolicate",
         abstract: "Symbolicate crash records by build-id: function, file:line:column, inlined frames.",
         discussion: """
             Debug info is searched in order: the module at its recorded path (when its build-id \
@@ -39,7 +40,7 @@ struct Symbolicate: ParsableCommand {
         var reports: [CrashReport] = []
         for (index, path) in records.enumerated() {
             if showProgress {
-                FileHandle.standardError.write(Data("\r\u{1B}[K[\(index + 1)/\(records.count)] \((path as NSString).lastPathComponent)".utf8))
+                FileHandle.standardError.write(Data("\r\u{1B}[K[\(index + 1)/\(records.count)] \(fileName(of: path))".utf8))
             }
             do {
                 let record = try CrashRecord.load(contentsOf: URL(fileURLWithPath: path))
