@@ -13,6 +13,34 @@ enum LifecycleMode: String, CaseIterable {
     case waitForKill = "wait-for-kill"
     /// Times one `start` and prints "start-ns <n>" (for tools/bench-capture).
     case startCost = "start-cost"
+    /// Starts, waits for the previous sessions to be processed, and exits normally.
+    case relaunch = "relaunch"
+    /// Starts, logs context (a screen view, an action, 700 breadcrumbs, keys, a user), prints
+    /// "ready" and waits to be killed.
+    case contextThenWaitForKill = "context-then-wait-for-kill"
+}
+
+/// Context every context fixture sets: prints each evicted key as "evicted <name>".
+func setContext(breadcrumbs: Int) {
+    CrashReporter.setUserID("user-42")
+    CrashReporter.logScreenView("checkout")
+    CrashReporter.logAction("pay", parameters: ["amount": "12.50", "currency": "EUR"])
+    for index in 0..<70 {
+        if let evicted = CrashReporter.setCustomValue("value \(index)", forKey: "key-\(index)") {
+            FileHandle.standardOutput.write(Data("evicted \(evicted)\n".utf8))   // unbuffered: the fixture may crash next
+        }
+    }
+    CrashReporter.setCustomValue(true, forKey: "feature_flag")
+    CrashReporter.setCustomValue(42, forKey: "retry_count")
+    CrashReporter.setCustomValue(1.5, forKey: "ratio")
+    CrashReporter.setCustomValue("say \"hi\"\n", forKey: "quote")
+    for index in 0..<breadcrumbs {
+        switch index % 3 {
+        case 0: CrashReporter.log("breadcrumb #\(index)")
+        case 1: CrashReporter.log("breadcrumb #\(index)", level: .warning, tag: "orders", metadata: ["n": "\(index)"])
+        default: CrashReporter.log("breadcrumb #\(index)", level: .error, tag: "db")
+        }
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock the benchmark's parent process reads too.
@@ -56,6 +84,15 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         let after = monotonicNanoseconds()
         print("start-ns \(after - before)")
         exit(0)
+    case .relaunch:
+        try! CrashReporter.start(configuration)
+        print(CrashReporter.waitForBackgroundWork(timeout: .seconds(10)) ? "processed" : "timed out")
+        exit(0)
+    case .contextThenWaitForKill:
+        try! CrashReporter.start(configuration)
+        setContext(breadcrumbs: ProcessInfo.processInfo.environment["CRASH_FIXTURE_BREADCRUMBS"].flatMap(Int.init) ?? 700)
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        while true { sleep(60) }
     case .waitForKill:
         try! CrashReporter.start(configuration)
         FileHandle.standardOutput.write(Data("ready\n".utf8))

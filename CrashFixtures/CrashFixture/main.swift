@@ -28,6 +28,7 @@ enum Fixture: String, CaseIterable {
     case faultInHandler = "fault-in-handler"
     case hangInHandler = "hang-in-handler"
     case loaderLockHeld = "loader-lock-held"
+    case contextThenCrash = "context-then-crash"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -46,7 +47,7 @@ nonisolated(unsafe) var reportsDirectory = ""
 @inline(never) func crash(_ fixture: Fixture) {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
-         .faultInHandler, .hangInHandler, .loaderLockHeld:
+         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash:
         cfs_write_null_pointer()
     case .abortFromC:
         cfs_abort()
@@ -195,6 +196,9 @@ case .taskCrash:
     waitForCrash()
 case .loaderLockHeld:
     cfs_hold_loader_lock_on_new_thread()
+    level1(fixture)
+case .contextThenCrash:
+    setContext(breadcrumbs: 1000)
     level1(fixture)
 default:
     level1(fixture)

@@ -121,6 +121,37 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var waitedMilliseconds: UInt64
     }
 
+    /// A breadcrumb from the session's ring, oldest first in `breadcrumbs`.
+    public struct Breadcrumb: Sendable, Equatable, Codable {
+        /// Position in the session (0 = the first ever logged); gaps mean overwritten or torn slots.
+        public var index: UInt64
+        public var timestamp: Date
+        public var level: String
+        /// "log", "screen", "action" or "error".
+        public var kind: String
+        public var tag: String
+        public var message: String
+        public var metadata: [String: String]?
+    }
+
+    /// A custom key; `jsonValue` is the value's JSON text (true, 42, 1.5, "text", {...}).
+    public struct CustomKey: Sendable, Equatable, Codable {
+        public var key: String
+        public var jsonValue: String
+        public init(key: String, jsonValue: String) {
+            self.key = key
+            self.jsonValue = jsonValue
+        }
+    }
+
+    /// The process ended without a crash record: detected by the next launch.
+    public struct Termination: Sendable, Equatable, Codable {
+        /// "abnormal" (killed: SIGKILL, OOM killer, power loss) or "crash_without_record".
+        public var kind: String
+        public var sessionStarted: Date
+        public var detected: Date
+    }
+
     public var version: Int
     public var id: String
     public var appID: String
@@ -146,9 +177,15 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     /// Set when the record was converted from another tool's report (Swift's backtracer JSON):
     /// that tool's one-line description of the crash.
     public var foreignDescription: String?
+    public var sessionID: String?
+    public var userID: String?
+    public var customKeys: [CustomKey] = []
+    public var breadcrumbs: [Breadcrumb] = []
+    public var termination: Termination?
 
-    /// A record cut short (second fault, power loss, watchdog) or with unreadable lines.
-    public var isPartial: Bool { !hasEnd || !problems.isEmpty || nestedCrash != nil }
+    /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
+    /// abnormal-termination record has no end line by nature and is not partial.
+    public var isPartial: Bool { (!hasEnd && termination == nil) || !problems.isEmpty || nestedCrash != nil }
 
     public func module(containing address: Address) -> Module? {
         modules.first { $0.contains(address) }
@@ -219,6 +256,10 @@ extension CrashRecord {
         foreignDescription = nil
 
         for (number, bytes) in lines.dropFirst() {
+            if bytes.starts(with: Self.customKeyPrefix) {
+                do { try customKeys.append(Self.customKey(bytes)) } catch { problems.append("line \(number): custom_key: \(error)") }
+                continue
+            }
             guard let line = Self.object(bytes), let type = line["type"] as? String else {
                 problems.append("line \(number): not a JSON object with a \"type\"")
                 continue
@@ -229,6 +270,18 @@ extension CrashRecord {
                 problems.append("line \(number): \(type): \(error)")
             }
         }
+    }
+
+    private static let customKeyPrefix = Data(#"{"type":"custom_key","key":"#.utf8)
+
+    /// `{"type":"custom_key","key":"…","value":<JSON>}`: the value is kept as its JSON text.
+    private static func customKey(_ bytes: Data) throws -> CustomKey {
+        guard let object = Self.object(bytes), let key = object["key"] as? String, object["value"] != nil,
+              let marker = bytes.range(of: Data(#","value":"#.utf8)), bytes.last == UInt8(ascii: "}") else {
+            throw FieldError(description: "malformed custom key line")
+        }
+        let value = bytes[marker.upperBound ..< bytes.index(before: bytes.endIndex)]
+        return CustomKey(key: key, jsonValue: String(decoding: value, as: UTF8.self))
     }
 
     private static func object(_ bytes: Data) -> [String: Any]? {
@@ -300,6 +353,24 @@ extension CrashRecord {
             watchdog = Watchdog(
                 stage: try Self.field(line, "stage"),
                 waitedMilliseconds: (try Self.field(line, "waited_ms", as: NSNumber.self)).uint64Value)
+        case "session":
+            sessionID = try Self.field(line, "id")
+        case "user":
+            userID = try Self.field(line, "id")
+        case "breadcrumb":
+            let nanoseconds = (try Self.field(line, "timestamp_ns", as: NSNumber.self)).uint64Value
+            breadcrumbs.append(Breadcrumb(
+                index: (try Self.field(line, "index", as: NSNumber.self)).uint64Value,
+                timestamp: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9),
+                level: try Self.field(line, "level"), kind: try Self.field(line, "kind"),
+                tag: line["tag"] as? String ?? "", message: try Self.field(line, "message"),
+                metadata: line["metadata"] as? [String: String]))
+        case "termination":
+            func date(_ key: String) throws -> Date {
+                Date(timeIntervalSince1970: Double((try Self.field(line, key, as: NSNumber.self)).uint64Value) / 1e9)
+            }
+            termination = Termination(kind: try Self.field(line, "kind"), sessionStarted: try date("session_started_ns"),
+                                      detected: try date("detected_ns"))
         case "end":
             hasEnd = true
         case "timing":

@@ -60,6 +60,26 @@ extension CrashReport {
         }
         out.append("")
 
+        if let userID { out.append("User:      \(userID)") }
+        if !customKeys.isEmpty {
+            out.append("Custom keys:")
+            for key in customKeys { out.append("  \(key.key) = \(key.jsonValue)") }
+        }
+        if !breadcrumbs.isEmpty {
+            out.append("Breadcrumbs (\(breadcrumbs.count), oldest first):")
+            for crumb in breadcrumbs {
+                var line = "  \(Timestamp.iso8601(crumb.timestamp)) \(crumb.level.padding(toLength: 7, withPad: " ", startingAt: 0)) "
+                if crumb.kind != "log" { line += "[\(crumb.kind)] " }
+                if !crumb.tag.isEmpty && crumb.kind == "log" { line += "[\(crumb.tag)] " }
+                line += crumb.message
+                if let metadata = crumb.metadata, !metadata.isEmpty {
+                    line += "  " + metadata.keys.sorted().map { "\($0)=\(metadata[$0]!)" }.joined(separator: " ")
+                }
+                out.append(line)
+            }
+        }
+        if userID != nil || !customKeys.isEmpty || !breadcrumbs.isEmpty { out.append("") }
+
         out.append("Images:")
         for image in images {
             var line = "  \(fileName(of: image.path))  \(image.buildID.isEmpty ? "(no build-id)" : image.buildID.hex)  \(image.start)-\(image.end)  \(image.path)"

@@ -106,6 +106,10 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var watchdog: CrashRecord.Watchdog?
     public var isPartial: Bool
     public var problems: [String]
+    public var userID: String?
+    public var customKeys: [CrashRecord.CustomKey] = []
+    public var breadcrumbs: [CrashRecord.Breadcrumb] = []
+    public var termination: CrashRecord.Termination?
 
     public init(
         recordID: String, appID: String, appVersion: String, processID: Int32, timestamp: Date,

@@ -43,6 +43,7 @@ public enum CrashReporter {
         var started = false
         var reportsDirectory: String?
         var recordID: String?
+        var recovery: BackgroundWork?
     }
 
     private static let state = Mutex(State())
@@ -64,6 +65,8 @@ public enum CrashReporter {
             ccr_make_record_id(&idBuffer)
             let recordID = String(decoding: idBuffer.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             try install(configuration, directory: directory.path, recordID: recordID)
+            openSession(configuration, directory: directory, sessionID: recordID)
+            state.recovery = startRecovery(SessionRecovery(directory: directory, currentSessionID: recordID))
             state.started = true
             state.reportsDirectory = directory.path
             state.recordID = recordID
@@ -72,6 +75,30 @@ public enum CrashReporter {
 
     /// True once `start` has succeeded.
     public static var isStarted: Bool { state.withLock { $0.started } }
+
+    /// Waits until the work `start` began in the background is done (attaching the previous
+    /// session's breadcrumbs to its crash record, reporting abnormal terminations), at most
+    /// `timeout`. Returns false on time-out. For short-lived programs and tests.
+    @discardableResult
+    public static func waitForBackgroundWork(timeout: Duration = .seconds(5)) -> Bool {
+        guard let work = state.withLock({ $0.recovery }) else { return true }
+        return work.wait(timeout: timeout)
+    }
+
+    /// The session file carries breadcrumbs, keys and the user id. Without one (say, the disk is
+    /// full) crash capture still works, and those calls are ignored.
+    private static func openSession(_ configuration: Configuration, directory: ReportsDirectory, sessionID: String) {
+        var error = [CChar](repeating: 0, count: 256)
+        let path = directory.sessionsFolder + "/" + sessionID + ".session"
+        if ccr_session_open(path, sessionID, configuration.appID, configuration.appVersion, &error, error.count) != 0 {
+            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            FileHandle.standardError.write(Data("CrashReporter: breadcrumbs and keys disabled: \(message)\n".utf8))
+        }
+    }
+
+    private static func startRecovery(_ recovery: SessionRecovery) -> BackgroundWork {
+        BackgroundWork { recovery.run() }
+    }
 
     /// Crashes the process on purpose, to check that reports arrive — in debug builds only.
     /// In release builds it writes a line to standard error and returns.

@@ -8,6 +8,7 @@ struct ReportsDirectory {
     let path: String
     var newFolder: String { path + "/new" }
     var pendingFolder: String { path + "/pending" }
+    var sessionsFolder: String { path + "/sessions" }
 
     /// Creates the folders and proves they are writable, or throws a `StartError`.
     init(path: String) throws {
@@ -24,7 +25,7 @@ struct ReportsDirectory {
         }
         while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
         self.path = absolute
-        for folder in [newFolder, pendingFolder] {
+        for folder in [newFolder, pendingFolder, sessionsFolder] {
             if let failure = Self.makeDirectories(folder) {
                 throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: failure)
             }
@@ -34,8 +35,14 @@ struct ReportsDirectory {
         }
     }
 
-    /// mkdir -p with the failing component and errno in the message; nil on success.
+    /// mkdir -p with the failing component and errno in the message; nil on success. The usual
+    /// case (the folder exists, or only its last component is missing) is one system call.
     private static func makeDirectories(_ path: String) -> String? {
+        if mkdir(path, 0o755) == 0 { return nil }
+        if errno == EEXIST {
+            var status = stat()
+            return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR ? nil : "\(path) is not a directory"
+        }
         var prefix = ""
         for component in path.split(separator: "/") {
             prefix += "/" + component

@@ -79,17 +79,27 @@ public final class Symbolicator: Symbolicating {
         }
 
         let thread = record.thread
-        return CrashReport(
+        var report = CrashReport(
             recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: record.processID,
             timestamp: record.timestamp, architecture: record.architecture, signal: record.signal,
             reason: reason(record, frames), fatalMessage: record.fatalMessage,
             crashedThread: .init(id: thread?.id ?? 0, name: thread?.name ?? "", isMain: thread?.isMain ?? false, frames: frames),
             stack: record.stack, images: images, nestedCrash: record.nestedCrash, watchdog: record.watchdog,
             isPartial: record.isPartial, problems: record.problems)
+        report.userID = record.userID
+        report.customKeys = record.customKeys
+        report.breadcrumbs = record.breadcrumbs
+        report.termination = record.termination
+        return report
     }
 
     /// The line a person reads first.
     private func reason(_ record: CrashRecord, _ frames: [CrashReport.Frame]) -> String {
+        if let termination = record.termination {
+            return termination.kind == "abnormal"
+                ? "abnormal termination: the process ended without a crash record or a clean exit (SIGKILL, OOM killer, power loss)"
+                : "crash without a readable record: the handler could not write it"
+        }
         // -O traps: the reason survives only as an inlined frame at the trap address.
         if let failure = frames.first(where: { $0.index == 0 && ($0.function ?? "").hasPrefix("Swift runtime failure: ") })?.function {
             return failure

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ccr_crashtime.h"
+#include "ccr_session.h"
 
 enum {
     STAGE_HEADER = 1,    // fixed facts and modules
@@ -205,6 +206,19 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
     ccr_writer_text(w, ",\"crashed\":true}\n");
 
     if (uc) write_registers(w, uc);
+
+    // Breadcrumbs, keys and user id stay in the mapped session file (it outlives the process);
+    // the next launch attaches them to this record. Here: mark the session and say which it is.
+    ccr_session_file *session = ccr_session;
+    if (session) {
+        atomic_store(&session->state, CCR_SESSION_CRASHED);
+        ccr_writer_text(w, "{\"type\":\"session\"");
+        ccr_writer_key(w, "id", 0);
+        ccr_writer_json_string(w, session->session_id, sizeof session->session_id);
+        ccr_writer_key(w, "breadcrumbs_written", 0);
+        ccr_writer_uint(w, atomic_load(&session->breadcrumb_next));
+        ccr_writer_text(w, "}\n");
+    }
 
     // The Swift runtime stores "Fatal error: …" here before trapping (in debug builds; -O traps
     // for bounds and unwrap failures are bare and leave it empty).

@@ -126,11 +126,13 @@ static int install_signal_actions(char *error, size_t capacity) {
     return 0;
 }
 
-/// At a normal exit the record file opened in advance was not needed: remove it. Only in the
+/// At a normal exit the record file opened in advance was not needed: remove it, and end the
+/// session cleanly. Only in the
 /// process that installed (a forked child shares the descriptor but not the file's purpose).
 static void remove_unused_record_file(void) {
     if (ccr_global.installed && getpid() == ccr_global.pid && atomic_load(&ccr_global.crashing_tid) == 0) {
         unlink(ccr_global.new_path);
+        ccr_session_end();
     }
 }
 

@@ -50,6 +50,49 @@ void ccr_make_record_id(char *out);
 /// Nanoseconds `ccr_install` took in its last successful call (for the start-cost benchmark).
 uint64_t ccr_last_install_duration_ns(void);
 
+// MARK: - Session file (breadcrumbs, custom keys, user id)
+
+/// Creates and maps the session file at `path` (see Shared/ccr_session.h). Returns 0 on success.
+/// Not async-signal-safe: open, ftruncate, mmap.
+int ccr_session_open(const char *path, const char *session_id, const char *app_id, const char *app_version,
+                     char *error, size_t error_capacity);
+/// Marks the session ended cleanly and removes its file. Not async-signal-safe: unlink.
+void ccr_session_end(void);
+
+/// Appends a breadcrumb: lock-free, wait-free, no allocation. `level` 0 debug … 4 fatal; `kind`
+/// 0 log, 1 screen view, 2 action, 3 error. `metadata` is a compact JSON object or empty.
+/// Async-signal-safe (but meant for app threads).
+void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *_Nullable tag, size_t tag_length,
+                           const char *_Nullable message, size_t message_length,
+                           const char *_Nullable metadata, size_t metadata_length);
+/// Sets (length > 0) or clears (length 0) the user id. Not async-signal-safe: takes a mutex.
+void ccr_set_user_id(const char *_Nullable id, size_t length);
+/// Sets a custom key. `type`: 1 bool, 2 int, 3 double (value is its JSON text), 4 string,
+/// 5 JSON. Returns 1 if another key was evicted (its name in `evicted`), else 0.
+/// Not async-signal-safe: takes a mutex.
+int ccr_set_custom_key(const char *name, size_t name_length, uint8_t type, const char *_Nullable value, size_t value_length,
+                       char *_Nullable evicted, size_t evicted_capacity);
+/// Number of custom keys set. Not async-signal-safe: takes a mutex.
+int ccr_custom_key_count(void);
+
+typedef struct ccr_session_info {
+    int alive;   // its process still holds the file's lock
+    int state;   // 1 running, 2 ended, 3 crashed
+    int pid;
+    uint64_t started_ns;
+    uint64_t breadcrumbs_written;
+    char session_id[40];
+    char app_id[128];
+    char app_version[64];
+} ccr_session_info;
+
+/// Reads the header of a session file left by an earlier process. 0 on success, -1 unreadable,
+/// -2 not a session file. Not async-signal-safe.
+int ccr_session_inspect(const char *path, ccr_session_info *info);
+/// Writes the session's user, custom_key and breadcrumb lines (record format) to `out_fd`.
+/// 0 on success. Not async-signal-safe.
+int ccr_session_export(const char *path, int out_fd);
+
 #pragma clang assume_nonnull end
 
 #ifdef __cplusplus

@@ -1,0 +1,73 @@
+// The session file: breadcrumbs, custom keys and the user id of the running process, in a
+// MAP_SHARED file mapping under <reports>/sessions/<id>.session. Written by app threads without
+// locks (a sequence number per slot); read lock-free at crash time and by the next launch. Because
+// it is a file mapping, what was written survives SIGKILL and the OOM killer: the next launch
+// reads it to build an abnormal-termination report, or to attach it to the crash record.
+#ifndef CCR_SESSION_H
+#define CCR_SESSION_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
+#define CCR_SESSION_VERSION 1
+#define CCR_BREADCRUMB_CAPACITY 500
+#define CCR_BREADCRUMB_TAG_MAX 64
+/// Message and metadata (compact JSON) share this many bytes; the message is cut at 1000
+/// characters before it gets here.
+#define CCR_BREADCRUMB_TEXT_MAX 1984
+#define CCR_KEY_CAPACITY 64
+#define CCR_KEY_NAME_MAX 64
+#define CCR_KEY_VALUE_MAX 1024
+#define CCR_USER_ID_MAX 256
+
+enum { CCR_SESSION_RUNNING = 1, CCR_SESSION_ENDED = 2, CCR_SESSION_CRASHED = 3 };
+
+/// A slot is complete for write number n when seq == 2n + 2; odd while being written.
+typedef struct ccr_breadcrumb_slot {
+    _Atomic uint64_t seq;
+    uint64_t timestamp_ns;
+    uint8_t level;
+    uint8_t kind;
+    uint16_t tag_length;
+    uint16_t message_length;
+    uint16_t metadata_length;
+    char tag[CCR_BREADCRUMB_TAG_MAX];
+    char text[CCR_BREADCRUMB_TEXT_MAX];   // message bytes, then metadata bytes
+} ccr_breadcrumb_slot;
+
+/// Even seq: stable. A slot with name_length 0 is free.
+typedef struct ccr_key_slot {
+    _Atomic uint64_t seq;
+    uint64_t set_order;   // larger = set more recently; eviction takes the smallest
+    uint16_t name_length;
+    uint16_t value_length;
+    uint8_t value_type;   // 1 bool, 2 int, 3 double, 4 string, 5 JSON
+    char name[CCR_KEY_NAME_MAX];
+    char value[CCR_KEY_VALUE_MAX];
+} ccr_key_slot;
+
+typedef struct ccr_session_file {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t size;
+    uint32_t breadcrumb_capacity;
+    int32_t pid;
+    _Atomic uint32_t state;
+    uint64_t started_ns;   // wall clock
+    char session_id[40];
+    char app_id[128];
+    char app_version[64];
+    _Atomic uint64_t breadcrumb_next;   // number of breadcrumbs ever appended
+    _Atomic uint64_t user_seq;
+    uint16_t user_id_length;
+    char user_id[CCR_USER_ID_MAX];
+    ccr_key_slot keys[CCR_KEY_CAPACITY];
+    ccr_breadcrumb_slot breadcrumbs[CCR_BREADCRUMB_CAPACITY];
+} ccr_session_file;
+
+/// The mapped session file of this process, or NULL before install.
+extern ccr_session_file *_Nullable ccr_session;
+
+#endif

@@ -1,0 +1,139 @@
+// Context that explains a crash: breadcrumbs (log, screen views, actions), custom keys and the
+// user id. All of it goes into the session file, a shared file mapping that the signal handler
+// never has to copy and that outlives the process, even under SIGKILL; the next launch attaches it
+// to the crash record or turns it into an abnormal-termination report. Calls before `start` are
+// ignored.
+import CCrashCapture
+import Foundation
+
+extension CrashReporter {
+    /// Severity of a breadcrumb (seed 000's LogEntry.level).
+    public enum LogLevel: UInt8, Sendable, CaseIterable {
+        case debug = 0, info, warning, error, fatal
+    }
+
+    /// The most characters a breadcrumb message keeps (seed 000: 1000); longer ones are cut.
+    public static let maximumMessageCharacters = 1000
+    /// The ring keeps this many breadcrumbs, the most recent (seed 000: 500 logs).
+    public static let breadcrumbCapacity = 500
+    /// Keys readable at crash time; setting one more evicts the key set least recently.
+    public static let customKeyCapacity = 64
+
+    /// Adds a breadcrumb. Lock-free and allocation-free for a message of at most 1000 characters
+    /// without tag or metadata; safe to call on every request of a busy server.
+    public static func log(_ message: String) {
+        append(level: .info, kind: 0, tag: "", message: message, metadata: nil)
+    }
+
+    /// Adds a breadcrumb with a level, a tag (the module or component, ≤64 bytes) and metadata.
+    public static func log(_ message: String, level: LogLevel, tag: String = "", metadata: [String: String]? = nil) {
+        append(level: level, kind: 0, tag: tag, message: message, metadata: metadata)
+    }
+
+    /// Records that a screen (for a server: a route, a job, a command) became current.
+    public static func logScreenView(_ screenName: String) {
+        append(level: .info, kind: 1, tag: "screen", message: screenName, metadata: nil)
+    }
+
+    /// Records a user or system action with optional parameters.
+    public static func logAction(_ action: String, parameters: [String: String]? = nil) {
+        append(level: .info, kind: 2, tag: "action", message: action, metadata: parameters)
+    }
+
+    /// Sets the user id carried by crash reports; nil clears it. Keep it pseudonymous.
+    public static func setUserID(_ userID: String?) {
+        var id = userID ?? ""
+        id.withUTF8 { ccr_set_user_id($0.baseAddress, $0.count) }
+    }
+
+    @discardableResult
+    public static func setCustomValue(_ value: Bool, forKey key: String) -> String? {
+        setKey(key, type: 1, value: value ? "true" : "false")
+    }
+
+    @discardableResult
+    public static func setCustomValue(_ value: Int, forKey key: String) -> String? {
+        setKey(key, type: 2, value: String(value))
+    }
+
+    @discardableResult
+    public static func setCustomValue(_ value: Double, forKey key: String) -> String? {
+        setKey(key, type: value.isFinite ? 3 : 4, value: "\(value)")   // inf and nan as strings: JSON has no number for them
+    }
+
+    /// Sets a custom key (≤64 bytes of name, ≤1 KB of value; longer ones are cut). Returns the
+    /// key that was evicted to make room, if the table of 64 was full: the one set least recently.
+    @discardableResult
+    public static func setCustomValue(_ value: String, forKey key: String) -> String? {
+        setKey(key, type: 4, value: value)
+    }
+
+    /// Ends the session cleanly (for a service: from its graceful-shutdown path, e.g. a
+    /// swift-service-lifecycle service's shutdown). A normal `exit` does the same. A process that
+    /// ends any other way without a crash record is reported as an abnormal termination.
+    public static func endSession() {
+        ccr_session_end()
+    }
+
+    /// Custom keys currently set (at most 64).
+    public static var customKeyCount: Int { Int(ccr_custom_key_count()) }
+
+    // MARK: - Internals
+
+    private static func append(level: LogLevel, kind: UInt8, tag: String, message: String, metadata: [String: String]?) {
+        var message = message
+        if message.utf8.count > maximumMessageCharacters, message.count > maximumMessageCharacters {
+            message = String(message.prefix(maximumMessageCharacters))
+        }
+        var tag = tag
+        var json = metadata.map(Self.compactJSON) ?? ""
+        message.withUTF8 { text in
+            tag.withUTF8 { tagBytes in
+                json.withUTF8 { meta in
+                    ccr_breadcrumb_append(level.rawValue, kind, tagBytes.baseAddress, tagBytes.count,
+                                          text.baseAddress, text.count, meta.baseAddress, meta.count)
+                }
+            }
+        }
+    }
+
+    private static func setKey(_ key: String, type: UInt8, value: String) -> String? {
+        guard !key.isEmpty else { return nil }
+        var key = key, value = value
+        var evicted = [CChar](repeating: 0, count: 80)
+        let result = key.withUTF8 { name in
+            value.withUTF8 { bytes in
+                ccr_set_custom_key(name.baseAddress!, name.count, type, bytes.baseAddress, bytes.count, &evicted, evicted.count)
+            }
+        }
+        guard result == 1 else { return nil }
+        return String(decoding: evicted.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A JSON object of strings, keys sorted, without Foundation's encoder on the hot path.
+    static func compactJSON(_ object: [String: String]) -> String {
+        var out = "{"
+        for (index, key) in object.keys.sorted().enumerated() {
+            if index > 0 { out += "," }
+            out += quoted(key) + ":" + quoted(object[key]!)
+        }
+        return out + "}"
+    }
+
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

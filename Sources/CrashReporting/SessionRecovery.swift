@@ -1,0 +1,95 @@
+// What the previous runs left in sessions/: a crashed session's breadcrumbs, keys and user id are
+// appended to its crash record; a session whose process is gone without a clean end or a crash
+// record becomes an "abnormal termination" record (SIGKILL, the OOM killer, power loss); a cleanly
+// ended one is removed. Runs off the caller's thread after `start`. Each record is rewritten as a
+// whole (temporary file, fsync, rename), so being killed half-way repeats the work, never corrupts.
+import CCrashCapture
+import Foundation
+import Glibc
+
+struct SessionRecovery {
+    let directory: ReportsDirectory
+    let currentSessionID: String
+
+    func run() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.sessionsFolder) else { return }
+        for name in names where name.hasSuffix(".session") {
+            let path = directory.sessionsFolder + "/" + name
+            var info = ccr_session_info()
+            let status = ccr_session_inspect(path, &info)
+            let id = String(name.dropLast(".session".count))
+            guard id != currentSessionID else { continue }
+            if status == -2 {   // not a session file we can read: keep it out of the way
+                rename(path, path + ".unreadable")
+                continue
+            }
+            guard status == 0, info.alive == 0 else { continue }
+            let record = directory.pendingFolder + "/" + id + ".crash"
+            switch info.state {
+            case 3:   // crashed: attach the context to its record (moved to pending/ by start)
+                if FileManager.default.fileExists(atPath: record), !alreadyAttached(record) {
+                    guard rewrite(record, prefix: try? Data(contentsOf: URL(fileURLWithPath: record)), session: path) else { continue }
+                } else if !FileManager.default.fileExists(atPath: record) {
+                    // The handler died before its record was readable: still report the end.
+                    guard rewrite(record, prefix: header(info, termination: "crash_without_record"), session: path) else { continue }
+                }
+            case 1:   // running, but its process is gone: killed without a chance to record
+                if !FileManager.default.fileExists(atPath: record) {
+                    guard rewrite(record, prefix: header(info, termination: "abnormal"), session: path) else { continue }
+                }
+            default:
+                break
+            }
+            unlink(path)
+        }
+    }
+
+    /// A record that already carries breadcrumbs or keys was attached by an earlier launch.
+    private func alreadyAttached(_ record: String) -> Bool {
+        guard let text = try? String(contentsOfFile: record, encoding: .utf8) else { return false }
+        return text.contains(#"{"type":"breadcrumb""#) || text.contains(#"{"type":"custom_key""#) || text.contains(#"{"type":"user""#)
+    }
+
+    private func header(_ info: ccr_session_info, termination: String) -> Data {
+        func text<T>(_ tuple: T) -> String {
+            withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let detected = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        let lines = [
+            #"{"format":"swift-crash-reporting.crash-record","version":1,"id":\#(CrashReporter.quoted(text(info.session_id))),"app_id":\#(CrashReporter.quoted(text(info.app_id))),"app_version":\#(CrashReporter.quoted(text(info.app_version))),"pid":\#(info.pid),"timestamp_ns":\#(info.started_ns),"arch":"\#(Self.architecture)"}"#,
+            #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(detected)}"#,
+        ]
+        return Data((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
+    private static var architecture: String {
+        #if arch(x86_64)
+        "x86_64"
+        #elseif arch(arm64)
+        "aarch64"
+        #else
+        "unknown"
+        #endif
+    }
+
+    /// Writes prefix (blank prefill lines dropped) + the session's lines to `record` atomically.
+    private func rewrite(_ record: String, prefix: Data?, session: String) -> Bool {
+        guard var prefix else { return false }
+        while prefix.last == UInt8(ascii: "\n") { prefix.removeLast() }
+        prefix.append(UInt8(ascii: "\n"))
+        let temporary = record + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        let wrote = prefix.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == prefix.count
+        let exported = wrote && ccr_session_export(session, fd) == 0
+        let synced = exported && fsync(fd) == 0
+        close(fd)
+        guard synced, rename(temporary, record) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,125 @@
+// Breadcrumbs, custom keys and the user id: written by a fixture, attached to its crash record by
+// the next launch, or turned into an abnormal-termination report when the process was SIGKILLed.
+import CrashReportModel
+import CrashTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// Runs the relaunch fixture on `directory` and returns the single record it leaves in pending/.
+func relaunch(_ directory: URL, _ configuration: BuildConfiguration = .debug) throws -> CrashRecord {
+    let run = try FixtureRun.run("relaunch", configuration, reportsDirectory: directory)
+    #expect(run.exitStatus == 0)
+    #expect(run.standardOutput == "processed\n")
+    let sessions = FixtureRun.files(in: directory.appendingPathComponent("sessions"))
+    #expect(sessions.isEmpty)
+    #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("sessions").path))?.isEmpty == true,
+            "sessions/ should be empty after processing and a clean exit")
+    return try run.onlyRecord()
+}
+
+/// The keys the context fixtures set, in set order, after 10 evictions (74 set, 64 kept).
+let expectedKeys: [CrashRecord.CustomKey] = (10..<70).map { .init(key: "key-\($0)", jsonValue: "\"value \($0)\"") } + [
+    .init(key: "feature_flag", jsonValue: "true"),
+    .init(key: "retry_count", jsonValue: "42"),
+    .init(key: "ratio", jsonValue: "1.5"),
+    .init(key: "quote", jsonValue: #""say \"hi\"\n""#),
+]
+
+@Suite("Context: breadcrumbs, keys, user")
+struct ContextTests {
+    @Test("1000 breadcrumbs then a crash: the record holds the last 500, in order, intact", arguments: BuildConfiguration.allCases)
+    func breadcrumbsAttachedToCrash(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("context-then-crash", configuration)
+        #expect(run.terminatedBySignal == SIGSEGV)
+        // The loop of 70 evicts key-0…key-5 (and prints them); the 4 typed keys evict key-6…key-9.
+        #expect(run.standardOutput == (0..<6).map { "evicted key-\($0)\n" }.joined())
+        let atCrash = try run.onlyRecord()
+        #expect(atCrash.sessionID == atCrash.id)
+        #expect(atCrash.breadcrumbs.isEmpty, "attached by the next launch, not by the handler")
+
+        let record = try relaunch(run.reportsDirectory, configuration)
+        #expect(record.id == atCrash.id)
+        #expect(record.hasEnd && !record.isPartial, "problems: \(record.problems)")
+        #expect(record.frames == atCrash.frames)
+        let crumbs = record.breadcrumbs
+        try #require(crumbs.count == 500)
+        // 2 context breadcrumbs (screen, action) came first, then 1000 logs: the last 500 are logs 500…999.
+        #expect(crumbs.map(\.index) == Array(502..<1002))
+        #expect(crumbs.map(\.message) == (500..<1000).map { "breadcrumb #\($0)" })
+        #expect(crumbs.enumerated().allSatisfy { offset, crumb in
+            let n = offset + 500
+            switch n % 3 {
+            case 0: return crumb.level == "info" && crumb.tag.isEmpty && crumb.metadata == nil
+            case 1: return crumb.level == "warning" && crumb.tag == "orders" && crumb.metadata == ["n": "\(n)"]
+            default: return crumb.level == "error" && crumb.tag == "db" && crumb.metadata == nil
+            }
+        })
+        #expect(zip(crumbs, crumbs.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
+        #expect(record.customKeys == expectedKeys)
+        #expect(record.userID == "user-42")
+    }
+
+    /// Runs context-then-wait-for-kill until it says "ready", SIGKILLs it, returns its directory.
+    func killedContextRun(breadcrumbs: Int) throws -> URL {
+        let directory = temporaryFolder("context-killed")
+        let process = Process()
+        process.executableURL = BuildConfiguration.debug.fixtureURL
+        process.arguments = ["context-then-wait-for-kill", directory.path]
+        process.environment = ["SWIFT_BACKTRACE": "enable=no", "CRASH_FIXTURE_BREADCRUMBS": "\(breadcrumbs)"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        var seen = Data()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !String(decoding: seen, as: UTF8.self).hasSuffix("ready\n") && ContinuousClock.now < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
+        #expect(String(decoding: seen, as: UTF8.self).hasSuffix("ready\n"))
+        return directory
+    }
+
+    @Test("a SIGKILLed process becomes an abnormal-termination report with its breadcrumbs")
+    func sigkillBecomesAbnormalTermination() throws {
+        let directory = try killedContextRun(breadcrumbs: 700)
+        let record = try relaunch(directory)
+        let termination = try #require(record.termination)
+        #expect(termination.kind == "abnormal")
+        #expect(termination.detected >= termination.sessionStarted)
+        #expect(record.signal == nil && record.frames.isEmpty)
+        #expect(!record.isPartial)
+        #expect(record.appID == "com.example.crash-fixture")
+        let crumbs = record.breadcrumbs
+        try #require(crumbs.count == 500)
+        #expect(crumbs.map(\.message) == (200..<700).map { "breadcrumb #\($0)" })
+        #expect(record.customKeys == expectedKeys)
+        #expect(record.userID == "user-42")
+        #expect(FixtureRun.files(in: directory.appendingPathComponent("new")).isEmpty, "the killed run's record file was recovered")
+    }
+
+    @Test("screen views and actions are breadcrumbs of their own kind")
+    func screenViewsAndActions() throws {
+        let directory = try killedContextRun(breadcrumbs: 3)
+        let record = try relaunch(directory)
+        let crumbs = record.breadcrumbs
+        try #require(crumbs.count == 5)
+        #expect(crumbs[0].kind == "screen" && crumbs[0].message == "checkout")
+        #expect(crumbs[1].kind == "action" && crumbs[1].message == "pay" && crumbs[1].metadata == ["amount": "12.50", "currency": "EUR"])
+        #expect(crumbs[2...].map(\.message) == ["breadcrumb #0", "breadcrumb #1", "breadcrumb #2"])
+        #expect(crumbs.map(\.index) == [0, 1, 2, 3, 4])
+    }
+
+    @Test("a clean exit leaves no session behind and no report")
+    func cleanExitLeavesNothing() throws {
+        let run = try FixtureRun.run("clean-exit", .release)
+        #expect(run.exitStatus == 0)
+        let sessions = try FileManager.default.contentsOfDirectory(atPath: run.reportsDirectory.appendingPathComponent("sessions").path)
+        #expect(sessions.isEmpty)
+        #expect(run.pendingRecords.isEmpty)
+    }
+}
