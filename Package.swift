@@ -55,6 +55,9 @@ let package = Package(
             path: "Examples/CrashDemo"
         ),
 
+        // Benchmarks print figures (tools/bench-*); none is a test.
+        .executableTarget(name: "ContextBenchmark", dependencies: ["CrashReporting"], path: "Benchmarks/ContextBenchmark"),
+
         .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus"]),
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
         .target(name: "CrashTestSupport", dependencies: ["CrashReportModel"], path: "Tests/CrashTestSupport"),

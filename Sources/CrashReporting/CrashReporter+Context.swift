@@ -22,6 +22,13 @@ extension CrashReporter {
     /// Adds a breadcrumb. Lock-free and allocation-free for a message of at most 1000 characters
     /// without tag or metadata; safe to call on every request of a busy server.
     public static func log(_ message: String) {
+        // The hot path: one C call on the string's own UTF-8 storage when it has one.
+        if message.utf8.count <= maximumMessageCharacters,
+           message.utf8.withContiguousStorageIfAvailable({ bytes in
+               ccr_breadcrumb_append(LogLevel.info.rawValue, 0, nil, 0, bytes.baseAddress, bytes.count, nil, 0)
+           }) != nil {
+            return
+        }
         append(level: .info, kind: 0, tag: "", message: message, metadata: nil)
     }
 

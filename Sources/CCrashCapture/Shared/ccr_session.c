@@ -96,8 +96,10 @@ void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *tag, size_t 
     ccr_breadcrumb_slot *slot = &s->breadcrumbs[n % CCR_BREADCRUMB_CAPACITY];
     atomic_store_explicit(&slot->seq, 2 * n + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
+    // The coarse clock: ~6 ns instead of ~32 ns here, at the resolution of the kernel tick (a few
+    // ms). The order of breadcrumbs is exact anyway: it is their index.
     struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
     slot->timestamp_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
     slot->level = level;
     slot->kind = kind;
