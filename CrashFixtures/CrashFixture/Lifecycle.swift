@@ -18,6 +18,52 @@ enum LifecycleMode: String, CaseIterable {
     /// Starts, logs context (a screen view, an action, 700 breadcrumbs, keys, a user), prints
     /// "ready" and waits to be killed.
     case contextThenWaitForKill = "context-then-wait-for-kill"
+    /// Reports non-fatal errors of every kind and prints one line per call: "receipt <id>",
+    /// "none" or "refused <reason>".
+    case nonFatalErrors = "non-fatal-errors"
+}
+
+/// A nested Codable value for userInfo.
+struct OrderContext: Codable {
+    var orderID: Int
+    var lines: [String]
+    var totals: [String: Double]
+}
+
+struct PaymentDeclined: ReportableError {
+    static let domain = "payments"
+    var code: Int { 402 }
+    var message: String { "card declined by issuer" }
+    var userInfo: [ErrorPayloadKey: ErrorPayloadValue] {
+        ["attempts": [1, 2, 3], "gateway": ["name": "acme", "region": "eu-west"],
+         "order": (try? .encoding(OrderContext(orderID: 7, lines: ["tea", "cake"], totals: ["net": 9.5, "vat": 1.9]))) ?? nil,
+         "retryable": false]
+    }
+}
+
+struct RequestCancelled: ReportableError {
+    static let domain = "network"
+    var code: Int { -999 }
+    var message: String { "cancelled" }
+    var isReportable: Bool { false }
+}
+
+@inline(never) func reportNonFatalErrors() {
+    func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    func attempt(_ body: () throws -> NonFatalReceipt?) {
+        do { say(try body().map { "receipt \($0.recordID)" } ?? "none") } catch { say("refused \(error)") }
+    }
+    CrashReporter.setUserID("user-7")
+    CrashReporter.log("before errors")
+    attempt { try CrashReporter.record(error: PaymentDeclined(), userInfo: ["attempts": [1, 2, 3, 4]]) }
+    let root = NSError(domain: NSPOSIXErrorDomain, code: Int(ECONNREFUSED), userInfo: [NSLocalizedDescriptionKey: "connection refused"])
+    let middle = NSError(domain: "com.example.http", code: 503, userInfo: [NSUnderlyingErrorKey: root])
+    let outer = NSError(domain: "com.example.orders", code: 17, userInfo: [NSUnderlyingErrorKey: middle, "order_id": 7, "urls": [URL(string: "https://api.example.com/orders/7")!]])
+    attempt { try CrashReporter.record(error: outer) }
+    attempt { try CrashReporter.record(domain: CrashDomain.network, code: CrashErrorCode.networkTimeout, message: "orders API timed out") }
+    attempt { try CrashReporter.post(payload: ["migration": "v42", "rows": 1200], message: "migration finished") }
+    attempt { try CrashReporter.record(domain: "db", code: 1, message: "x", userInfo: ["domain": "clash"]) }
+    attempt { try CrashReporter.record(error: RequestCancelled()) }
 }
 
 /// Context every context fixture sets: prints each evicted key as "evicted <name>".
@@ -93,6 +139,10 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         setContext(breadcrumbs: ProcessInfo.processInfo.environment["CRASH_FIXTURE_BREADCRUMBS"].flatMap(Int.init) ?? 700)
         FileHandle.standardOutput.write(Data("ready\n".utf8))
         while true { sleep(60) }
+    case .nonFatalErrors:
+        try! CrashReporter.start(configuration)
+        reportNonFatalErrors()
+        exit(0)
     case .waitForKill:
         try! CrashReporter.start(configuration)
         FileHandle.standardOutput.write(Data("ready\n".utf8))

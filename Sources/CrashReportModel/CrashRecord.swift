@@ -144,6 +144,17 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         }
     }
 
+    /// A non-fatal error or event reported by the app (not a crash).
+    public struct NonFatalError: Sendable, Equatable, Codable {
+        public var domain: String
+        public var code: Int
+        public var message: String
+        /// The userInfo as JSON text (an object; values may be nested).
+        public var userInfoJSON: String
+        /// Underlying errors, outermost first: domain, code, message.
+        public var underlying: [[String: String]]
+    }
+
     /// The process ended without a crash record: detected by the next launch.
     public struct Termination: Sendable, Equatable, Codable {
         /// "abnormal" (killed: SIGKILL, OOM killer, power loss) or "crash_without_record".
@@ -182,10 +193,14 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var customKeys: [CustomKey] = []
     public var breadcrumbs: [Breadcrumb] = []
     public var termination: Termination?
+    public var nonFatalError: NonFatalError?
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
     /// abnormal-termination record has no end line by nature and is not partial.
     public var isPartial: Bool { (!hasEnd && termination == nil) || !problems.isEmpty || nestedCrash != nil }
+
+    /// A report of a non-fatal error or event, not of a crash.
+    public var isNonFatal: Bool { nonFatalError != nil }
 
     public func module(containing address: Address) -> Module? {
         modules.first { $0.contains(address) }
@@ -256,6 +271,10 @@ extension CrashRecord {
         foreignDescription = nil
 
         for (number, bytes) in lines.dropFirst() {
+            if bytes.starts(with: Self.errorPrefix) {
+                do { nonFatalError = try Self.nonFatal(bytes) } catch { problems.append("line \(number): error: \(error)") }
+                continue
+            }
             if bytes.starts(with: Self.customKeyPrefix) {
                 do { try customKeys.append(Self.customKey(bytes)) } catch { problems.append("line \(number): custom_key: \(error)") }
                 continue
@@ -273,6 +292,22 @@ extension CrashRecord {
     }
 
     private static let customKeyPrefix = Data(#"{"type":"custom_key","key":"#.utf8)
+    private static let errorPrefix = Data(#"{"type":"error","#.utf8)
+
+    /// `{"type":"error",…,"user_info":{…}}`: user_info (last) is kept as its JSON text.
+    private static func nonFatal(_ bytes: Data) throws -> NonFatalError {
+        guard let object = Self.object(bytes), let domain = object["domain"] as? String, let code = object["code"] as? Int,
+              let message = object["message"] as? String, object["user_info"] is [String: Any],
+              let marker = bytes.range(of: Data(#","user_info":"#.utf8), options: .backwards), bytes.last == UInt8(ascii: "}") else {
+            throw FieldError(description: "malformed error line")
+        }
+        let underlying = (object["underlying"] as? [[String: Any]] ?? []).map { entry in
+            entry.mapValues { "\($0)" }
+        }
+        let info = bytes[marker.upperBound ..< bytes.index(before: bytes.endIndex)]
+        return NonFatalError(domain: domain, code: code, message: message, userInfoJSON: String(decoding: info, as: UTF8.self),
+                             underlying: underlying)
+    }
 
     /// `{"type":"custom_key","key":"…","value":<JSON>}`: the value is kept as its JSON text.
     private static func customKey(_ bytes: Data) throws -> CustomKey {

@@ -60,6 +60,13 @@ extension CrashReport {
         }
         out.append("")
 
+        if let error = nonFatalError {
+            out.append("Error:     \(error.domain) code \(error.code)")
+            out.append("userInfo:  \(error.userInfoJSON)")
+            for underlying in error.underlying {
+                out.append("Underlying: \(underlying["domain"] ?? "?") \(underlying["code"] ?? "?"): \(underlying["message"] ?? "")")
+            }
+        }
         if let userID { out.append("User:      \(userID)") }
         if !customKeys.isEmpty {
             out.append("Custom keys:")

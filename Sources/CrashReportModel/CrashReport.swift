@@ -110,6 +110,7 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var customKeys: [CrashRecord.CustomKey] = []
     public var breadcrumbs: [CrashRecord.Breadcrumb] = []
     public var termination: CrashRecord.Termination?
+    public var nonFatalError: CrashRecord.NonFatalError?
 
     public init(
         recordID: String, appID: String, appVersion: String, processID: Int32, timestamp: Date,

@@ -44,7 +44,19 @@ public enum CrashReporter {
         var reportsDirectory: String?
         var recordID: String?
         var recovery: BackgroundWork?
+        var context: ReportingContext?
     }
+
+    /// What reports written outside the signal handler (non-fatal errors) need.
+    struct ReportingContext: Sendable {
+        var appID: String
+        var appVersion: String
+        var newFolder: String
+        var pendingFolder: String
+        var sessionPath: String?
+    }
+
+    static func reportingContext() -> ReportingContext? { state.withLock { $0.context } }
 
     private static let state = Mutex(State())
 
@@ -65,7 +77,10 @@ public enum CrashReporter {
             ccr_make_record_id(&idBuffer)
             let recordID = String(decoding: idBuffer.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             try install(configuration, directory: directory.path, recordID: recordID)
-            openSession(configuration, directory: directory, sessionID: recordID)
+            let sessionPath = openSession(configuration, directory: directory, sessionID: recordID)
+            state.context = ReportingContext(appID: configuration.appID, appVersion: configuration.appVersion,
+                                             newFolder: directory.newFolder, pendingFolder: directory.pendingFolder,
+                                             sessionPath: sessionPath)
             state.recovery = startRecovery(SessionRecovery(directory: directory, currentSessionID: recordID))
             state.started = true
             state.reportsDirectory = directory.path
@@ -87,13 +102,15 @@ public enum CrashReporter {
 
     /// The session file carries breadcrumbs, keys and the user id. Without one (say, the disk is
     /// full) crash capture still works, and those calls are ignored.
-    private static func openSession(_ configuration: Configuration, directory: ReportsDirectory, sessionID: String) {
+    private static func openSession(_ configuration: Configuration, directory: ReportsDirectory, sessionID: String) -> String? {
         var error = [CChar](repeating: 0, count: 256)
         let path = directory.sessionsFolder + "/" + sessionID + ".session"
-        if ccr_session_open(path, sessionID, configuration.appID, configuration.appVersion, &error, error.count) != 0 {
+        guard ccr_session_open(path, sessionID, configuration.appID, configuration.appVersion, &error, error.count) == 0 else {
             let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             FileHandle.standardError.write(Data("CrashReporter: breadcrumbs and keys disabled: \(message)\n".utf8))
+            return nil
         }
+        return path
     }
 
     private static func startRecovery(_ recovery: SessionRecovery) -> BackgroundWork {

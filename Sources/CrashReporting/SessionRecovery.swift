@@ -58,20 +58,10 @@ struct SessionRecovery {
         clock_gettime(CLOCK_REALTIME, &now)
         let detected = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
         let lines = [
-            #"{"format":"swift-crash-reporting.crash-record","version":1,"id":\#(CrashReporter.quoted(text(info.session_id))),"app_id":\#(CrashReporter.quoted(text(info.app_id))),"app_version":\#(CrashReporter.quoted(text(info.app_version))),"pid":\#(info.pid),"timestamp_ns":\#(info.started_ns),"arch":"\#(Self.architecture)"}"#,
+            #"{"format":"swift-crash-reporting.crash-record","version":1,"id":\#(CrashReporter.quoted(text(info.session_id))),"app_id":\#(CrashReporter.quoted(text(info.app_id))),"app_version":\#(CrashReporter.quoted(text(info.app_version))),"pid":\#(info.pid),"timestamp_ns":\#(info.started_ns),"arch":"\#(CrashReporter.architecture)"}"#,
             #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(detected)}"#,
         ]
         return Data((lines.joined(separator: "\n") + "\n").utf8)
-    }
-
-    private static var architecture: String {
-        #if arch(x86_64)
-        "x86_64"
-        #elseif arch(arm64)
-        "aarch64"
-        #else
-        "unknown"
-        #endif
     }
 
     /// Writes prefix (blank prefill lines dropped) + the session's lines to `record` atomically.

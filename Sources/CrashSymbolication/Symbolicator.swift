@@ -90,11 +90,15 @@ public final class Symbolicator: Symbolicating {
         report.customKeys = record.customKeys
         report.breadcrumbs = record.breadcrumbs
         report.termination = record.termination
+        report.nonFatalError = record.nonFatalError
         return report
     }
 
     /// The line a person reads first.
     private func reason(_ record: CrashRecord, _ frames: [CrashReport.Frame]) -> String {
+        if let error = record.nonFatalError {
+            return "non-fatal: \(error.domain) \(error.code): \(error.message)"
+        }
         if let termination = record.termination {
             return termination.kind == "abnormal"
                 ? "abnormal termination: the process ended without a crash record or a clean exit (SIGKILL, OOM killer, power loss)"

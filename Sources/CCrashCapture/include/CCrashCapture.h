@@ -50,6 +50,11 @@ void ccr_make_record_id(char *out);
 /// Nanoseconds `ccr_install` took in its last successful call (for the start-cost benchmark).
 uint64_t ccr_last_install_duration_ns(void);
 
+/// Writes the calling thread's thread line, frames (skipping `skip` callers of this function),
+/// stack summary and the module table to `fd`, in the record format. 0 on success.
+/// Not async-signal-safe: for non-fatal error reports on app threads.
+int ccr_write_current_stack(int fd, int skip);
+
 // MARK: - Session file (breadcrumbs, custom keys, user id)
 
 /// Creates and maps the session file at `path` (see Shared/ccr_session.h). Returns 0 on success.
