@@ -10,10 +10,12 @@ let package = Package(
         .library(name: "CrashReporting", targets: ["CrashReporting"]),
         .library(name: "CrashReportModel", targets: ["CrashReportModel"]),
         .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
+        .library(name: "CrashReportingLogging", targets: ["CrashReportingLogging"]),
         .executable(name: "crashtool", targets: ["crashtool"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C. The only code that runs inside the signal handler lives in CrashTime/.
@@ -27,6 +29,11 @@ let package = Package(
         ),
         .target(name: "CrashReportModel"),
         .target(name: "CrashReporting", dependencies: ["CCrashCapture", "CrashReportModel"]),
+        // swift-log integration, a separate product so that apps without swift-log don't pull it.
+        .target(
+            name: "CrashReportingLogging",
+            dependencies: ["CrashReporting", .product(name: "Logging", package: "swift-log")]
+        ),
         .systemLibrary(name: "CLibdw", pkgConfig: "libdw", providers: [.apt(["libdw-dev"])]),
         .target(name: "CrashSymbolication", dependencies: ["CLibdw", "CrashReportModel"]),
         .executableTarget(
@@ -45,7 +52,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "CrashFixture",
-            dependencies: ["CrashReporting", "CFixtureSupport"],
+            dependencies: ["CrashReporting", "CrashReportingLogging", "CFixtureSupport", .product(name: "Logging", package: "swift-log")],
             path: "CrashFixtures/CrashFixture"
         ),
 
@@ -62,6 +69,10 @@ let package = Package(
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
         .target(name: "CrashTestSupport", dependencies: ["CrashReportModel"], path: "Tests/CrashTestSupport"),
         .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture"]),
+        .testTarget(
+            name: "CrashReportingTests",
+            dependencies: ["CrashReporting", "CrashReportingLogging", "CrashReportModel", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "CrashSymbolicationTests",
             dependencies: ["CrashSymbolication", "CrashReportModel", "CrashTestSupport", "CrashFixture", "crashtool"]

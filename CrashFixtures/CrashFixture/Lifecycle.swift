@@ -21,6 +21,8 @@ enum LifecycleMode: String, CaseIterable {
     /// Reports non-fatal errors of every kind and prints one line per call: "receipt <id>",
     /// "none" or "refused <reason>".
     case nonFatalErrors = "non-fatal-errors"
+    /// Prints "enabled=<bool>", then turns collection to the opposite (persisted).
+    case collectionToggle = "collection-toggle"
 }
 
 /// A nested Codable value for userInfo.
@@ -139,6 +141,12 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         setContext(breadcrumbs: ProcessInfo.processInfo.environment["CRASH_FIXTURE_BREADCRUMBS"].flatMap(Int.init) ?? 700)
         FileHandle.standardOutput.write(Data("ready\n".utf8))
         while true { sleep(60) }
+    case .collectionToggle:
+        try! CrashReporter.start(configuration)
+        let enabled = CrashReporter.isCollectionEnabled
+        print("enabled=\(enabled)")
+        try! CrashReporter.setCollectionEnabled(!enabled)
+        exit(0)
     case .nonFatalErrors:
         try! CrashReporter.start(configuration)
         reportNonFatalErrors()

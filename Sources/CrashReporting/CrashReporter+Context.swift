@@ -4,7 +4,9 @@
 // to the crash record or turns it into an abnormal-termination report. Calls before `start` are
 // ignored.
 import CCrashCapture
+import CrashReportModel
 import Foundation
+import Glibc
 
 extension CrashReporter {
     /// Severity of a breadcrumb (seed 000's LogEntry.level).
@@ -80,6 +82,29 @@ extension CrashReporter {
     /// ends any other way without a crash record is reported as an abnormal termination.
     public static func endSession() {
         ccr_session_end()
+    }
+
+    /// The context a report made now would carry: breadcrumbs (oldest first), custom keys in the
+    /// order they were set, and the user id. Reads the session file; nil before `start`.
+    public static func contextSnapshot() -> (breadcrumbs: [CrashRecord.Breadcrumb], customKeys: [CrashRecord.CustomKey], userID: String?)? {
+        guard let path = reportingContext()?.sessionPath else { return nil }
+        let file = tmpfile()
+        defer { if let file { fclose(file) } }
+        guard let file else { return nil }
+        let fd = fileno(file)
+        let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"snapshot"}"# + "\n"
+        _ = header.withCString { write(fd, $0, strlen($0)) }
+        guard ccr_session_export(path, fd) == 0 else { return nil }
+        lseek(fd, 0, SEEK_SET)
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        guard let record = try? CrashRecord(data: data, source: "snapshot") else { return nil }
+        return (record.breadcrumbs, record.customKeys, record.userID)
     }
 
     /// Custom keys currently set (at most 64).

@@ -2,6 +2,7 @@
 // It prepares the reports directory and hands everything else to the C installer (CCrashCapture),
 // which sets up what the signal handler needs so that a crash only writes and renames a file.
 import CCrashCapture
+import CrashReportModel
 import Foundation
 import Glibc
 import Synchronization
@@ -17,12 +18,22 @@ public enum CrashReporter {
         public var appVersion: String
         /// How long the handler may take before the watchdog finishes the record itself.
         public var watchdogTimeout: Duration
+        /// Display name (seed 000 app_name); defaults to the executable's name.
+        public var appName: String
+        /// CI/CD build identifier (seed 000 build_number).
+        public var buildNumber: String
+        /// "development", "staging" or "production" (seed 000 environment).
+        public var environment: String
 
-        public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2)) {
+        public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
+                    appName: String? = nil, buildNumber: String = "", environment: String = "production") {
             self.appID = appID
             self.reportsDirectory = reportsDirectory
             self.appVersion = appVersion
             self.watchdogTimeout = watchdogTimeout
+            self.appName = appName ?? fileName(of: CommandLine.arguments.first ?? appID)
+            self.buildNumber = buildNumber
+            self.environment = environment
         }
     }
 
@@ -45,6 +56,7 @@ public enum CrashReporter {
         var recordID: String?
         var recovery: BackgroundWork?
         var context: ReportingContext?
+        var configuration: Configuration?
     }
 
     /// What reports written outside the signal handler (non-fatal errors) need.
@@ -83,8 +95,48 @@ public enum CrashReporter {
                                              sessionPath: sessionPath)
             state.recovery = startRecovery(SessionRecovery(directory: directory, currentSessionID: recordID))
             state.started = true
+            state.configuration = configuration
             state.reportsDirectory = directory.path
             state.recordID = recordID
+        }
+    }
+
+    /// The app metadata of seed 000, from the configuration given to `start`.
+    public static var appMetadata: AppMetadata? {
+        state.withLock { state in
+            state.configuration.map {
+                AppMetadata(app_name: $0.appName, app_version: $0.appVersion, build_number: $0.buildNumber,
+                            bundle_id: $0.appID, environment: $0.environment)
+            }
+        }
+    }
+
+    /// The host metadata of seed 000, mapped to Linux (see Metadata.swift), read now.
+    public static func hostMetadata() -> HostMetadata? {
+        state.withLock { $0.reportsDirectory }.map { HostMetadata.current(reportsDirectory: $0) }
+    }
+
+    /// Whether reports may be sent (Crashlytics' collection switch). Persisted in the reports
+    /// directory, so it holds across launches; while false, reports are kept but not sent.
+    public static var isCollectionEnabled: Bool {
+        guard let directory = state.withLock({ $0.reportsDirectory }) else { return true }
+        return access(directory + "/collection-disabled", F_OK) != 0
+    }
+
+    /// Turns collection on or off, for this and later launches. Throws before `start` (there is
+    /// no reports directory to remember it in) or when the setting cannot be stored.
+    public static func setCollectionEnabled(_ enabled: Bool) throws {
+        guard let directory = state.withLock({ $0.reportsDirectory }) else { throw ReportingError.notStarted }
+        let marker = directory + "/collection-disabled"
+        if enabled {
+            guard unlink(marker) == 0 || errno == ENOENT else {
+                throw ReportingError.storageFailed("cannot remove \(marker): \(String(cString: strerror(errno)))")
+            }
+        } else {
+            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(marker): \(String(cString: strerror(errno)))") }
+            fsync(fd)
+            close(fd)
         }
     }
 

@@ -52,6 +52,18 @@ struct LifecycleTests {
         #expect(next.pendingRecords.isEmpty)
     }
 
+    @Test("collection enabled or not is remembered across launches")
+    func collectionSwitchPersists() throws {
+        let directory = temporaryFolder("collection")
+        var seen: [String] = []
+        for _ in 0..<3 {
+            let run = try FixtureRun.run("collection-toggle", .debug, reportsDirectory: directory)
+            #expect(run.exitStatus == 0)
+            seen.append(run.standardOutput)
+        }
+        #expect(seen == ["enabled=true\n", "enabled=false\n", "enabled=true\n"])
+    }
+
     @Test("a record cut short in new/ is moved to pending/ by the next start and read as partial")
     func abandonedPartialRecordIsKept() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-fixture-partial-\(UUID().uuidString.prefix(8))")

@@ -83,6 +83,13 @@ void ccr_altstacks_disable(void) {
 
 // MARK: - pthread_create wrapper
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CCR_NO_PTHREAD_WRAPPER 1   // TSan intercepts pthread_create itself; threads get no altstack
+#endif
+#endif
+#ifndef CCR_NO_PTHREAD_WRAPPER
+
 typedef int (*pthread_create_function)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static _Atomic(pthread_create_function) real_pthread_create;
 
@@ -117,3 +124,4 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*
     if (result != 0) free(start);
     return result;
 }
+#endif

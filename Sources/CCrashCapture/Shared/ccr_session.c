@@ -185,7 +185,7 @@ int ccr_custom_key_count(void) {
 // MARK: - Reading a session file left by an earlier process
 
 static const char *level_names[] = {"debug", "info", "warning", "error", "fatal"};
-static const char *kind_names[] = {"log", "screen", "action", "error"};
+static const char *kind_names[] = {"log", "screen", "action", "error", "network"};
 
 int ccr_session_inspect(const char *path, ccr_session_info *info) {
     memset(info, 0, sizeof *info);
@@ -278,7 +278,7 @@ int ccr_session_export(const char *path, int out_fd) {
         ccr_writer_text(&w, ",\"level\":\"");
         ccr_writer_text(&w, level_names[b->level < 5 ? b->level : 1]);
         ccr_writer_text(&w, "\",\"kind\":\"");
-        ccr_writer_text(&w, kind_names[b->kind < 4 ? b->kind : 0]);
+        ccr_writer_text(&w, kind_names[b->kind < 5 ? b->kind : 0]);
         ccr_writer_text(&w, "\",\"tag\":");
         ccr_writer_json_string(&w, b->tag, b->tag_length < CCR_BREADCRUMB_TAG_MAX ? b->tag_length : CCR_BREADCRUMB_TAG_MAX);
         ccr_writer_text(&w, ",\"message\":");

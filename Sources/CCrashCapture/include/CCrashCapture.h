@@ -65,7 +65,7 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
 void ccr_session_end(void);
 
 /// Appends a breadcrumb: lock-free, wait-free, no allocation. `level` 0 debug … 4 fatal; `kind`
-/// 0 log, 1 screen view, 2 action, 3 error. `metadata` is a compact JSON object or empty.
+/// 0 log, 1 screen view, 2 action, 3 error, 4 network. `metadata` is a compact JSON object or empty.
 /// Async-signal-safe (but meant for app threads).
 void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *_Nullable tag, size_t tag_length,
                            const char *_Nullable message, size_t message_length,

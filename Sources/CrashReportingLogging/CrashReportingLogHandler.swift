@@ -1,0 +1,70 @@
+// A swift-log LogHandler: log records at or above a chosen level become breadcrumbs (level, label
+// as tag, metadata kept, redaction applied), and every record can also go on to another handler.
+//
+//     LoggingSystem.bootstrap { label in
+//         CrashReportingLogHandler(label: label, forwardingTo: StreamLogHandler.standardError(label: label))
+//     }
+import CrashReporting
+import Logging
+
+public struct CrashReportingLogHandler: LogHandler {
+    public let label: String
+    /// Records at or above this level become breadcrumbs.
+    public var breadcrumbLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    /// Applied to messages and metadata values before they are kept.
+    public var redactor: Redactor
+    private var forward: (any LogHandler)?
+
+    /// The level Logger checks before calling `log`: low enough for the breadcrumbs and for the
+    /// handler records are forwarded to.
+    public var logLevel: Logger.Level {
+        get { min(breadcrumbLevel, forward?.logLevel ?? breadcrumbLevel) }
+        set {
+            breadcrumbLevel = newValue
+            forward?.logLevel = newValue
+        }
+    }
+
+    public init(label: String, breadcrumbLevel: Logger.Level = .info, redactor: Redactor = .seed000,
+                metadataProvider: Logger.MetadataProvider? = nil, forwardingTo forward: (any LogHandler)? = nil) {
+        self.label = label
+        self.breadcrumbLevel = breadcrumbLevel
+        self.redactor = redactor
+        self.metadataProvider = metadataProvider
+        self.forward = forward
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }
+        if event.level >= breadcrumbLevel {
+            var flat = merged.mapValues { redactor.redact($0.description) }
+            if let error = event.error { flat["error"] = redactor.redact(String(describing: error)) }
+            CrashReporter.log(redactor.redact(event.message.description), level: Self.level(event.level), tag: label,
+                              metadata: flat.isEmpty ? nil : flat)
+        }
+        if let forward, event.level >= forward.logLevel {
+            var forwarded = event
+            forwarded.metadata = merged
+            forward.log(event: forwarded)
+        }
+    }
+
+    static func level(_ level: Logger.Level) -> CrashReporter.LogLevel {
+        switch level {
+        case .trace, .debug: return .debug
+        case .info, .notice: return .info
+        case .warning: return .warning
+        case .error: return .error
+        case .critical: return .fatal
+        }
+    }
+}

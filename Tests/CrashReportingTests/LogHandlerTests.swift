@@ -1,0 +1,79 @@
+// The swift-log handler in this process: concurrent logging from several threads becomes
+// breadcrumbs (levels mapped, metadata kept, redaction applied) and is forwarded; tools/test also
+// runs this suite once under ThreadSanitizer.
+import CrashReportModel
+import CrashReporting
+import CrashReportingLogging
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// Counts what reaches it: the handler the records are forwarded to.
+struct CountingHandler: LogHandler {
+    static let count = Atomic<Int>(0)
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { Self.count.add(1, ordering: .relaxed) }
+}
+
+@Suite("swift-log handler")
+struct LogHandlerTests {
+    @Test("concurrent logging: breadcrumbs redacted and complete, everything forwarded")
+    func concurrentLogging() throws {
+        try SharedReporter.start()
+        let threads = 4, perThread = 300
+        let group = DispatchGroup()
+        for thread in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                var logger = Logger(label: "orders") { label in
+                    CrashReportingLogHandler(label: label, breadcrumbLevel: .info, forwardingTo: CountingHandler())
+                }
+                logger[metadataKey: "thread"] = "\(thread)"
+                for n in 0..<perThread {
+                    logger.info("order \(n) for jane.doe@example.com", metadata: ["n": "\(n)", "auth": "password=hunter2"])
+                    logger.debug("debug detail \(n)")   // forwarded, not a breadcrumb
+                }
+                group.leave()
+            }
+        }
+        group.wait()
+        #expect(CountingHandler.count.load(ordering: .relaxed) == threads * perThread * 2)
+
+        let snapshot = try #require(CrashReporter.contextSnapshot())
+        let crumbs = snapshot.breadcrumbs
+        #expect(crumbs.count == 500)
+        // Other suites of this process may log too: look at this test's breadcrumbs.
+        let ours = crumbs.filter { $0.tag == "orders" }
+        #expect(ours.allSatisfy { $0.level == "info" })
+        #expect(ours.allSatisfy { $0.message.hasSuffix("for [EMAIL_REDACTED]") && !$0.message.contains("@") })
+        #expect(ours.allSatisfy { $0.metadata?["auth"] == "password=[REDACTED]" })
+        // Per thread, the breadcrumbs kept are in the order that thread logged them.
+        for thread in 0..<threads {
+            let ns = ours.filter { $0.metadata?["thread"] == "\(thread)" }.compactMap { Int($0.metadata?["n"] ?? "") }
+            #expect(ns == ns.sorted(), "thread \(thread) out of order")
+        }
+        #expect(zip(crumbs, crumbs.dropFirst()).allSatisfy { $0.index < $1.index })
+        // Suites run in parallel in this process: a few of the last 500 may be other suites'.
+        #expect(crumbs.filter { $0.tag == "orders" }.count >= 480)
+    }
+
+    @Test("seed 000's redaction rules", arguments: [
+        ("login password=s3cr3t ok", "login password=[REDACTED] ok"),
+        ("Authorization: Bearer abcdEFGH1234.xyz", "Authorization: Bearer [TOKEN:abcd...]"),
+        ("mail jane.doe@example.com now", "mail [EMAIL_REDACTED] now"),
+        ("call +1-555-123-4567", "call +1-555-***-****"),
+        ("from 192.168.1.100", "from 192.168.x.x"),
+        ("INV-2024-001234 paid", "INV-2024-[REDACTED] paid"),
+        ("token=abcdefghijklmnop", "token=[TOKEN:abcd...]"),
+        ("key 0123456789abcdef0123456789abcdef01", "key [TOKEN:0123...]"),
+    ])
+    func redaction(_ input: String, _ expected: String) {
+        #expect(Redactor.seed000.redact(input) == expected)
+    }
+}
