@@ -57,6 +57,16 @@ struct RequestCancelled: ReportableError {
     }
     CrashReporter.setUserID("user-7")
     CrashReporter.log("before errors")
+    struct Flags: Codable { var new_feed_design = true; var beta_messaging = false }
+    do {
+        try CrashReporter.setCustomValue(Flags(), forKey: "feature_flags")
+        try CrashReporter.setCustomValue(["login", "daily_feed", "photos"], forKey: "screens_visited")
+        say("custom data set")
+        try CrashReporter.setCustomValue([String(repeating: "x", count: 120_000)], forKey: "too_big")
+        say("too big accepted")
+    } catch {
+        say("refused \(error)")
+    }
     attempt { try CrashReporter.record(error: PaymentDeclined(), userInfo: ["attempts": [1, 2, 3, 4]]) }
     let root = NSError(domain: NSPOSIXErrorDomain, code: Int(ECONNREFUSED), userInfo: [NSLocalizedDescriptionKey: "connection refused"])
     let middle = NSError(domain: "com.example.http", code: 503, userInfo: [NSUnderlyingErrorKey: root])
@@ -78,6 +88,8 @@ func setContext(breadcrumbs: Int) {
             FileHandle.standardOutput.write(Data("evicted \(evicted)\n".utf8))   // unbuffered: the fixture may crash next
         }
     }
+    // Over 1 KB of JSON: custom_data only, not the key table.
+    _ = try? CrashReporter.setCustomValue(["screens_visited": Array(repeating: "daily_feed", count: 120)], forKey: "history")
     CrashReporter.setCustomValue(true, forKey: "feature_flag")
     CrashReporter.setCustomValue(42, forKey: "retry_count")
     CrashReporter.setCustomValue(1.5, forKey: "ratio")

@@ -194,6 +194,8 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var breadcrumbs: [Breadcrumb] = []
     public var termination: Termination?
     public var nonFatalError: NonFatalError?
+    /// Seed 000's custom_data (Codable values set by the app) as JSON text.
+    public var customDataJSON: String?
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
     /// abnormal-termination record has no end line by nature and is not partial.
@@ -271,6 +273,14 @@ extension CrashRecord {
         foreignDescription = nil
 
         for (number, bytes) in lines.dropFirst() {
+            if bytes.starts(with: Self.customDataPrefix) {
+                if bytes.last == UInt8(ascii: "}"), let object = Self.object(bytes), object["data"] is [String: Any] {
+                    customDataJSON = String(decoding: bytes[bytes.startIndex + Self.customDataPrefix.count ..< bytes.index(before: bytes.endIndex)], as: UTF8.self)
+                } else {
+                    problems.append("line \(number): custom_data: malformed")
+                }
+                continue
+            }
             if bytes.starts(with: Self.errorPrefix) {
                 do { nonFatalError = try Self.nonFatal(bytes) } catch { problems.append("line \(number): error: \(error)") }
                 continue
@@ -293,6 +303,7 @@ extension CrashRecord {
 
     private static let customKeyPrefix = Data(#"{"type":"custom_key","key":"#.utf8)
     private static let errorPrefix = Data(#"{"type":"error","#.utf8)
+    private static let customDataPrefix = Data(#"{"type":"custom_data","data":"#.utf8)
 
     /// `{"type":"error",…,"user_info":{…}}`: user_info (last) is kept as its JSON text.
     private static func nonFatal(_ bytes: Data) throws -> NonFatalError {

@@ -72,6 +72,7 @@ extension CrashReport {
             out.append("Custom keys:")
             for key in customKeys { out.append("  \(key.key) = \(key.jsonValue)") }
         }
+        if let customDataJSON { out.append("Custom data: \(customDataJSON)") }
         if !breadcrumbs.isEmpty {
             out.append("Breadcrumbs (\(breadcrumbs.count), oldest first):")
             for crumb in breadcrumbs {
@@ -85,7 +86,7 @@ extension CrashReport {
                 out.append(line)
             }
         }
-        if userID != nil || !customKeys.isEmpty || !breadcrumbs.isEmpty { out.append("") }
+        if userID != nil || !customKeys.isEmpty || !breadcrumbs.isEmpty || customDataJSON != nil { out.append("") }
 
         out.append("Images:")
         for image in images {

@@ -111,6 +111,7 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var breadcrumbs: [CrashRecord.Breadcrumb] = []
     public var termination: CrashRecord.Termination?
     public var nonFatalError: CrashRecord.NonFatalError?
+    public var customDataJSON: String?
 
     public init(
         recordID: String, appID: String, appVersion: String, processID: Int32, timestamp: Date,

@@ -7,6 +7,7 @@ import CCrashCapture
 import CrashReportModel
 import Foundation
 import Glibc
+import Synchronization
 
 extension CrashReporter {
     /// Severity of a breadcrumb (seed 000's LogEntry.level).
@@ -75,6 +76,46 @@ extension CrashReporter {
     @discardableResult
     public static func setCustomValue(_ value: String, forKey key: String) -> String? {
         setKey(key, type: 4, value: value)
+    }
+
+    /// Sets a Codable value (seed 000's custom_data: feature flags, lists, nested objects). It goes
+    /// into the report's custom_data (at most 100 KB of JSON in all, or this throws), and, when its
+    /// JSON fits in 1 KB, into the crash-readable key table too. Returns an evicted key, if any.
+    @discardableResult
+    public static func setCustomValue<T: Encodable>(_ value: T, forKey key: String) throws -> String? {
+        guard let context = reportingContext(), let sessionPath = context.sessionPath else { throw ReportingError.notStarted }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: try encoder.encode(value), as: UTF8.self)
+        let document = try customData.withLock { data -> String in
+            var next = data
+            next[key] = json
+            let document = "{" + next.keys.sorted().map { quoted($0) + ":" + next[$0]! }.joined(separator: ",") + "}"
+            guard document.utf8.count <= maximumCustomDataBytes else {
+                throw ReportingError.customDataTooLarge(bytes: document.utf8.count)
+            }
+            data = next
+            return document
+        }
+        try writeAtomically(document, to: sessionPath + ".custom.json")
+        return json.utf8.count <= 1024 ? setKey(key, type: 5, value: json) : nil
+    }
+
+    /// Seed 000: custom_data is at most 100 KB of serialized JSON.
+    public static let maximumCustomDataBytes = 100 * 1024
+    private static let customData = Mutex([String: String]())
+
+    private static func writeAtomically(_ text: String, to path: String) throws {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var text = text
+        let written = text.withUTF8 { write(fd, $0.baseAddress, $0.count) == $0.count }
+        close(fd)
+        guard written, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw ReportingError.storageFailed("cannot write \(path)")
+        }
     }
 
     /// Ends the session cleanly (for a service: from its graceful-shutdown path, e.g. a

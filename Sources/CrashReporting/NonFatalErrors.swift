@@ -148,12 +148,14 @@ public enum ReportingError: Error, Equatable, CustomStringConvertible {
     case notStarted
     case reservedKey(String)
     case storageFailed(String)
+    case customDataTooLarge(bytes: Int)
 
     public var description: String {
         switch self {
         case .notStarted: return "CrashReporter.start has not been called"
         case .reservedKey(let key): return "userInfo key \"\(key)\" is reserved by the report format"
         case .storageFailed(let reason): return "the report could not be stored: \(reason)"
+        case .customDataTooLarge(let bytes): return "custom data would be \(bytes) bytes of JSON; at most 102400 are kept"
         }
     }
 }
@@ -242,7 +244,12 @@ extension CrashReporter {
         guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
         var ok = writeAll(fd, header + "\n" + errorLine + "\n")
         ok = ok && ccr_write_current_stack(fd, 2) == 0
-        if ok, let session = context.sessionPath { ok = ccr_session_export(session, fd) == 0 }
+        if ok, let session = context.sessionPath {
+            ok = ccr_session_export(session, fd) == 0
+            if ok, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
+                ok = writeAll(fd, #"{"type":"custom_data","data":"# + data + "}\n")
+            }
+        }
         ok = ok && writeAll(fd, #"{"type":"end"}"# + "\n")
         close(fd)
         guard ok, rename(temporary, final) == 0 else {

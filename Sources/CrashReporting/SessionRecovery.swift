@@ -13,6 +13,9 @@ struct SessionRecovery {
 
     func run() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.sessionsFolder) else { return }
+        for name in names where name.hasSuffix(".custom.json") && !names.contains(String(name.dropLast(".custom.json".count))) {
+            unlink(directory.sessionsFolder + "/" + name)   // its session is gone: nothing to attach it to
+        }
         for name in names where name.hasSuffix(".session") {
             let path = directory.sessionsFolder + "/" + name
             var info = ccr_session_info()
@@ -41,6 +44,7 @@ struct SessionRecovery {
                 break
             }
             unlink(path)
+            unlink(path + ".custom.json")
         }
     }
 
@@ -48,6 +52,7 @@ struct SessionRecovery {
     private func alreadyAttached(_ record: String) -> Bool {
         guard let text = try? String(contentsOfFile: record, encoding: .utf8) else { return false }
         return text.contains(#"{"type":"breadcrumb""#) || text.contains(#"{"type":"custom_key""#) || text.contains(#"{"type":"user""#)
+            || text.contains(#"{"type":"custom_data""#)
     }
 
     private func header(_ info: ccr_session_info, termination: String) -> Data {
@@ -73,7 +78,11 @@ struct SessionRecovery {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
         let wrote = prefix.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == prefix.count
-        let exported = wrote && ccr_session_export(session, fd) == 0
+        var exported = wrote && ccr_session_export(session, fd) == 0
+        if exported, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
+            let line = #"{"type":"custom_data","data":"# + data + "}\n"
+            exported = line.utf8.count == line.withCString { write(fd, $0, strlen($0)) }
+        }
         let synced = exported && fsync(fd) == 0
         close(fd)
         guard synced, rename(temporary, record) == 0 else {

@@ -91,6 +91,7 @@ public final class Symbolicator: Symbolicating {
         report.breadcrumbs = record.breadcrumbs
         report.termination = record.termination
         report.nonFatalError = record.nonFatalError
+        report.customDataJSON = record.customDataJSON
         return report
     }
 

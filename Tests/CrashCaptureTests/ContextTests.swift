@@ -26,6 +26,9 @@ let expectedKeys: [CrashRecord.CustomKey] = (10..<70).map { .init(key: "key-\($0
     .init(key: "quote", jsonValue: #""say \"hi\"\n""#),
 ]
 
+/// The custom_data the context fixtures set (over 1 KB, so in custom_data only).
+let expectedCustomData = #"{"history":{"screens_visited":["# + Array(repeating: #""daily_feed""#, count: 120).joined(separator: ",") + "]}}"
+
 @Suite("Context: breadcrumbs, keys, user")
 struct ContextTests {
     @Test("1000 breadcrumbs then a crash: the record holds the last 500, in order, intact", arguments: BuildConfiguration.allCases)
@@ -58,6 +61,7 @@ struct ContextTests {
         #expect(zip(crumbs, crumbs.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
         #expect(record.customKeys == expectedKeys)
         #expect(record.userID == "user-42")
+        #expect(record.customDataJSON == expectedCustomData)
     }
 
     /// Runs context-then-wait-for-kill until it says "ready", SIGKILLs it, returns its directory.
@@ -99,6 +103,7 @@ struct ContextTests {
         #expect(crumbs.map(\.message) == (200..<700).map { "breadcrumb #\($0)" })
         #expect(record.customKeys == expectedKeys)
         #expect(record.userID == "user-42")
+        #expect(record.customDataJSON == expectedCustomData)
         #expect(FixtureRun.files(in: directory.appendingPathComponent("new")).isEmpty, "the killed run's record file was recovered")
     }
 

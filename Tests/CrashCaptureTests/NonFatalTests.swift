@@ -17,8 +17,11 @@ struct NonFatalTests {
     func reports() throws {
         let run = try FixtureRun.run("non-fatal-errors", .debug)
         #expect(run.exitStatus == 0)
-        let lines = run.standardOutput.split(separator: "\n").map(String.init)
-        try #require(lines.count == 6, "\(run.standardOutput)")
+        var lines = run.standardOutput.split(separator: "\n").map(String.init)
+        try #require(lines.count == 8, "\(run.standardOutput)")
+        #expect(lines[0] == "custom data set")
+        #expect(lines[1].hasPrefix("refused custom data would be ") && lines[1].hasSuffix("bytes of JSON; at most 102400 are kept"))
+        lines.removeFirst(2)
         #expect(lines[0...3].allSatisfy { $0.hasPrefix("receipt ") })
         #expect(lines[4] == #"refused userInfo key "domain" is reserved by the report format"#)
         #expect(lines[5] == "none", "a non-reportable error leaves only a breadcrumb")
@@ -54,6 +57,10 @@ struct NonFatalTests {
             #expect(record.isNonFatal && record.hasEnd && !record.isPartial, "\(record.problems)")
             #expect(record.userID == "user-7")
             #expect(record.breadcrumbs.first?.message == "before errors")
+            #expect(try jsonObject(record.customDataJSON ?? "null") == jsonObject(
+                #"{"feature_flags":{"beta_messaging":false,"new_feed_design":true},"screens_visited":["login","daily_feed","photos"]}"#))
+            #expect(record.customKeys.contains { $0.key == "feature_flags" && $0.jsonValue == #"{"beta_messaging":false,"new_feed_design":true}"# },
+                    "a small Codable value is also a crash-readable key")
             #expect(record.thread?.isMain == true)
             let frames = try LLVMSymbolizer.symbolize(record)
             #expect(frames.prefix(4).contains { $0.mentions("reportNonFatalErrors") }, "stack:\n\(frames.map { $0.locations.first?.function ?? "?" })")

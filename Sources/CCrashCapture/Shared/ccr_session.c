@@ -85,6 +85,9 @@ void ccr_session_end(void) {
     uint32_t running = CCR_SESSION_RUNNING;
     if (atomic_compare_exchange_strong(&s->state, &running, CCR_SESSION_ENDED)) {
         unlink(session_path);   // a clean end leaves nothing to report
+        char custom[sizeof session_path + 16];
+        snprintf(custom, sizeof custom, "%s.custom.json", session_path);
+        unlink(custom);
     }
 }
 
