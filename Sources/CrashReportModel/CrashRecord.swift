@@ -262,7 +262,7 @@ extension CrashRecord {
         appID = header["app_id"] as? String ?? ""
         appVersion = header["app_version"] as? String ?? ""
         processID = Int32(header["pid"] as? Int ?? 0)
-        let nanoseconds = (header["timestamp_ns"] as? NSNumber)?.uint64Value ?? 0
+        let nanoseconds = Self.unsigned(header["timestamp_ns"]) ?? 0
         timestamp = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
         architecture = header["arch"] as? String ?? ""
         registers = [:]
@@ -331,7 +331,7 @@ extension CrashRecord {
     }
 
     private static func object(_ bytes: Data) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any]
+        JSONLine.parse(bytes) as? [String: Any]
     }
 
     private struct FieldError: Error, CustomStringConvertible {
@@ -340,6 +340,17 @@ extension CrashRecord {
 
     private static func field<T>(_ line: [String: Any], _ key: String, as type: T.Type = T.self) throws -> T {
         guard let value = line[key] as? T else { throw FieldError(description: "missing or malformed \"\(key)\"") }
+        return value
+    }
+
+    /// A non-negative integer as JSONLine yields it (Int, or UInt64 past Int.max).
+    private static func unsigned(_ value: Any?) -> UInt64? {
+        if let value = value as? Int, value >= 0 { return UInt64(value) }
+        return value as? UInt64
+    }
+
+    private static func unsignedField(_ line: [String: Any], _ key: String) throws -> UInt64 {
+        guard let value = unsigned(line[key]) else { throw FieldError(description: "missing or malformed \"\(key)\"") }
         return value
     }
 
@@ -398,29 +409,29 @@ extension CrashRecord {
         case "watchdog":
             watchdog = Watchdog(
                 stage: try Self.field(line, "stage"),
-                waitedMilliseconds: (try Self.field(line, "waited_ms", as: NSNumber.self)).uint64Value)
+                waitedMilliseconds: (try Self.unsignedField(line, "waited_ms")))
         case "session":
             sessionID = try Self.field(line, "id")
         case "user":
             userID = try Self.field(line, "id")
         case "breadcrumb":
-            let nanoseconds = (try Self.field(line, "timestamp_ns", as: NSNumber.self)).uint64Value
+            let nanoseconds = (try Self.unsignedField(line, "timestamp_ns"))
             breadcrumbs.append(Breadcrumb(
-                index: (try Self.field(line, "index", as: NSNumber.self)).uint64Value,
+                index: (try Self.unsignedField(line, "index")),
                 timestamp: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9),
                 level: try Self.field(line, "level"), kind: try Self.field(line, "kind"),
                 tag: line["tag"] as? String ?? "", message: try Self.field(line, "message"),
-                metadata: line["metadata"] as? [String: String]))
+                metadata: (line["metadata"] as? [String: Any]).map { $0.compactMapValues { $0 as? String } }))
         case "termination":
             func date(_ key: String) throws -> Date {
-                Date(timeIntervalSince1970: Double((try Self.field(line, key, as: NSNumber.self)).uint64Value) / 1e9)
+                Date(timeIntervalSince1970: Double((try Self.unsignedField(line, key))) / 1e9)
             }
             termination = Termination(kind: try Self.field(line, "kind"), sessionStarted: try date("session_started_ns"),
                                       detected: try date("detected_ns"))
         case "end":
             hasEnd = true
         case "timing":
-            durableNanoseconds = (try Self.field(line, "durable_ns", as: NSNumber.self)).uint64Value
+            durableNanoseconds = (try Self.unsignedField(line, "durable_ns"))
         default:
             break   // a newer writer's line: ignored, so old readers keep working
         }

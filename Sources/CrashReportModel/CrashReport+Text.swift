@@ -42,8 +42,8 @@ extension CrashReport {
         let moduleWidth = min(28, thread.frames.map { fileName(of: $0.module ?? "?").count }.max() ?? 0)
         for frame in thread.frames {
             let module = fileName(of: frame.module ?? "?")
-            var line = "#\(frame.index)".padding(toLength: 4, withPad: " ", startingAt: 0) + " "
-            line += module.padding(toLength: max(moduleWidth, module.count), withPad: " ", startingAt: 0) + "  "
+            var line = padded("#\(frame.index)", 4) + " "
+            line += padded(module, moduleWidth) + "  "
             if let function = frame.function {
                 line += (frame.isInlined ? "[inlined] " : "") + function
             } else {
@@ -76,7 +76,7 @@ extension CrashReport {
         if !breadcrumbs.isEmpty {
             out.append("Breadcrumbs (\(breadcrumbs.count), oldest first):")
             for crumb in breadcrumbs {
-                var line = "  \(Timestamp.iso8601(crumb.timestamp)) \(crumb.level.padding(toLength: 7, withPad: " ", startingAt: 0)) "
+                var line = "  \(Timestamp.iso8601(crumb.timestamp)) \(padded(crumb.level, 7)) "
                 if crumb.kind != "log" { line += "[\(crumb.kind)] " }
                 if !crumb.tag.isEmpty && crumb.kind == "log" { line += "[\(crumb.tag)] " }
                 line += crumb.message
@@ -102,4 +102,10 @@ extension CrashReport {
         }
         return out.joined(separator: "\n") + "\n"
     }
+}
+
+/// `text` followed by spaces up to `width` characters (no Foundation bridging).
+func padded(_ text: String, _ width: Int) -> String {
+    let count = text.count
+    return count >= width ? text : text + String(repeating: " ", count: width - count)
 }

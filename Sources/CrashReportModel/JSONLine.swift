@@ -1,0 +1,193 @@
+// A small JSON reader for record lines, yielding native Swift values (String, Int, UInt64, Double,
+// Bool, NSNull, [Any], [String: Any]). JSONSerialization yields NSNumber, and every `as? Int` on it
+// goes through bridging and a protocol-conformance search that cost crashtool ~1 ms per run.
+// Strict: anything that is not one complete JSON value is nil. Fuzzed with the record reader.
+import Foundation
+
+enum JSONLine {
+    /// Parses `bytes` as one JSON value (surrounding whitespace allowed); nil if it is not valid.
+    static func parse(_ bytes: Data) -> Any? {
+        bytes.withUnsafeBytes { raw -> Any? in
+            var parser = Parser(bytes: raw.bindMemory(to: UInt8.self))
+            guard let value = parser.value(depth: 0) else { return nil }
+            parser.skipWhitespace()
+            return parser.index == parser.bytes.count ? value : nil
+        }
+    }
+
+    private struct Parser {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        mutating func skipWhitespace() {
+            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        }
+
+        mutating func value(depth: Int) -> Any? {
+            guard depth < 64 else { return nil }
+            skipWhitespace()
+            guard index < bytes.count else { return nil }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return object(depth: depth)
+            case UInt8(ascii: "["): return array(depth: depth)
+            case UInt8(ascii: "\""): return string()
+            case UInt8(ascii: "t"): return literal("true", true)
+            case UInt8(ascii: "f"): return literal("false", false)
+            case UInt8(ascii: "n"): return literal("null", NSNull())
+            default: return number()
+            }
+        }
+
+        mutating func literal(_ text: StaticString, _ value: Any) -> Any? {
+            let count = text.utf8CodeUnitCount
+            guard index + count <= bytes.count else { return nil }
+            for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return nil }
+            index += count
+            return value
+        }
+
+        mutating func object(depth: Int) -> [String: Any]? {
+            index += 1
+            var result: [String: Any] = [:]
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return result
+            }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string() else { return nil }
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+                index += 1
+                guard let member = value(depth: depth + 1) else { return nil }
+                result[key] = member
+                skipWhitespace()
+                guard index < bytes.count else { return nil }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return result }
+                return nil
+            }
+        }
+
+        mutating func array(depth: Int) -> [Any]? {
+            index += 1
+            var result: [Any] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return result
+            }
+            while true {
+                guard let element = value(depth: depth + 1) else { return nil }
+                result.append(element)
+                skipWhitespace()
+                guard index < bytes.count else { return nil }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return result }
+                return nil
+            }
+        }
+
+        mutating func hex4() -> UInt32? {
+            guard index + 4 <= bytes.count else { return nil }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let c = bytes[index]
+                let digit: UInt8
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                value = value << 4 | UInt32(digit)
+                index += 1
+            }
+            return value
+        }
+
+        mutating func string() -> String? {
+            index += 1   // opening quote
+            let start = index
+            // Fast path: no escapes.
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 {
+                index += 1
+            }
+            guard index < bytes.count else { return nil }
+            if bytes[index] == UInt8(ascii: "\"") {
+                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                index += 1
+                return text
+            }
+            var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            while index < bytes.count {
+                let c = bytes[index]
+                if c == UInt8(ascii: "\"") {
+                    index += 1
+                    return String(validating: scalars, as: UTF8.self)
+                }
+                if c < 0x20 { return nil }
+                if c != UInt8(ascii: "\\") {
+                    scalars.append(c)
+                    index += 1
+                    continue
+                }
+                index += 1
+                guard index < bytes.count else { return nil }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(escape)
+                case UInt8(ascii: "b"): scalars.append(0x08)
+                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "n"): scalars.append(0x0A)
+                case UInt8(ascii: "r"): scalars.append(0x0D)
+                case UInt8(ascii: "t"): scalars.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard var code = hex4() else { return nil }
+                    if (0xD800...0xDBFF).contains(code) {   // a surrogate pair
+                        guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+                        index += 2
+                        guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { return nil }
+                    scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+                default:
+                    return nil
+                }
+            }
+            return nil
+        }
+
+        mutating func number() -> Any? {
+            let start = index
+            if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+            var isInteger = true
+            var digits = 0
+            while index < bytes.count {
+                let c = bytes[index]
+                if c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") {
+                    digits += 1
+                } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") || c == UInt8(ascii: "+")
+                            || (c == UInt8(ascii: "-") && index > start) {
+                    isInteger = false
+                } else {
+                    break
+                }
+                index += 1
+            }
+            guard digits > 0 else { return nil }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            if isInteger {
+                if let value = Int(text) { return value }
+                if let value = UInt64(text) { return value }
+            }
+            guard let value = Double(text), value.isFinite else { return nil }
+            return value
+        }
+    }
+}
