@@ -261,7 +261,7 @@ extension CrashRecord {
         id = header["id"] as? String ?? ""
         appID = header["app_id"] as? String ?? ""
         appVersion = header["app_version"] as? String ?? ""
-        processID = Int32(header["pid"] as? Int ?? 0)
+        processID = Int32(exactly: header["pid"] as? Int ?? 0) ?? 0
         let nanoseconds = Self.unsigned(header["timestamp_ns"]) ?? 0
         timestamp = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
         architecture = header["arch"] as? String ?? ""
@@ -343,6 +343,14 @@ extension CrashRecord {
         return value
     }
 
+    /// A 32-bit field (signal numbers, codes, thread ids): out of range is an error, not a trap.
+    private static func int32(_ line: [String: Any], _ key: String) throws -> Int32 {
+        guard let value = line[key] as? Int, let narrow = Int32(exactly: value) else {
+            throw FieldError(description: "missing or out-of-range \"\(key)\"")
+        }
+        return narrow
+    }
+
     /// A non-negative integer as JSONLine yields it (Int, or UInt64 past Int.max).
     private static func unsigned(_ value: Any?) -> UInt64? {
         if let value = value as? Int, value >= 0 { return UInt64(value) }
@@ -365,15 +373,15 @@ extension CrashRecord {
         switch type {
         case "signal":
             signal = Signal(
-                number: Int32(try Self.field(line, "signo", as: Int.self)),
+                number: try Self.int32(line, "signo"),
                 name: try Self.field(line, "name"),
-                code: Int32(try Self.field(line, "code", as: Int.self)),
+                code: try Self.int32(line, "code"),
                 codeName: line["code_name"] as? String ?? "",
                 faultAddress: try Self.address(line, "fault_address"),
-                senderPID: (line["sender_pid"] as? Int).map(Int32.init))
+                senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) })
         case "thread":
             thread = Thread(
-                id: Int32(try Self.field(line, "tid", as: Int.self)),
+                id: try Self.int32(line, "tid"),
                 name: line["name"] as? String ?? "",
                 isMain: line["main"] as? Bool ?? false)
         case "registers":
@@ -403,8 +411,8 @@ extension CrashRecord {
                 buildID: BuildID(hex: try Self.field(line, "build_id"))))
         case "nested_crash":
             nestedCrash = NestedCrash(
-                signal: Int32(try Self.field(line, "signo", as: Int.self)),
-                code: Int32(try Self.field(line, "code", as: Int.self)),
+                signal: try Self.int32(line, "signo"),
+                code: try Self.int32(line, "code"),
                 stage: try Self.field(line, "stage"))
         case "watchdog":
             watchdog = Watchdog(

@@ -60,6 +60,15 @@ struct CrashRecordTests {
         }
     }
 
+    @Test("an out-of-range number is a problem, not a trap (found by the fuzzer)")
+    func outOfRange() throws {
+        let text = header + "\n" + #"{"type":"signal","signo":99999999999,"name":"SIGSEGV","code":1,"code_name":"","fault_address":"0x0"}"#
+            + "\n" + #"{"type":"thread","tid":-99999999999,"name":"x","main":true}"# + "\n" + #"{"type":"end"}"#
+        let record = try CrashRecord(data: Data(text.utf8))
+        #expect(record.signal == nil && record.thread == nil)
+        #expect(record.problems == [#"line 2: signal: missing or out-of-range "signo""#, #"line 3: thread: missing or out-of-range "tid""#])
+    }
+
     @Test("a field of the wrong type is reported, the rest kept")
     func wrongField() throws {
         let text = header + "\n" + #"{"type":"frame","index":0,"address":"nowhere","kind":"pc"}"# + "\n" + #"{"type":"end"}"#
