@@ -30,9 +30,16 @@ let records = ((try? FileManager.default.contentsOfDirectory(at: pending, includ
 try CrashReporter.start(.init(appID: "com.example.crash-demo", reportsDirectory: directory, appVersion: "1.0.0"))
 
 if records.isEmpty {
+    CrashReporter.setUserID("customer-1842")
+    CrashReporter.setCustomValue("eu-west-1", forKey: "region")
+    CrashReporter.setCustomValue(2, forKey: "orders_in_batch")
+    CrashReporter.logScreenView("checkout")
+    CrashReporter.log("loaded 2 orders from the queue", level: .info, tag: "queue")
+    CrashReporter.logAction("apply_discounts", parameters: ["batch": "7"])
     print("CrashDemo: processing orders (the last one has no coupon)...")
     print("total:", process([Order(id: 1, coupon: "SPRING"), Order(id: 2, coupon: nil)]))
 } else {
+    CrashReporter.waitForBackgroundWork()   // attaches the previous run's breadcrumbs and keys to its record
     for url in records {
         let record = try CrashRecord(contentsOf: url)
         print("CrashDemo relaunched: found the crash record of the previous run: \(url.lastPathComponent)")
@@ -48,5 +55,6 @@ if records.isEmpty {
         }
         print("  modules:  \(record.modules.count), e.g. \(record.modules[0].path) build-id \(record.modules[0].buildID)")
         print("  durable:  \((record.durableNanoseconds ?? 0) / 1000) us after the signal")
+        print("  context:  user \(record.userID ?? "-"), \(record.customKeys.count) keys, \(record.breadcrumbs.count) breadcrumbs (attached on this launch)")
     }
 }
