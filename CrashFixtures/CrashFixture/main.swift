@@ -172,6 +172,9 @@ if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
     }
 }
 
+if ProcessInfo.processInfo.environment["CRASH_FIXTURE_STEADY_STATE"] == "1" {
+    CrashReporter.waitForBackgroundWork()   // start's background work done: a process that has been running
+}
 if let delay = ProcessInfo.processInfo.environment["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS"].flatMap(Int.init) {
     usleep(useconds_t(delay * 1000))   // a process that has been up a while, not one crashing on launch
 }

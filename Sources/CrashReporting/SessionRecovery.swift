@@ -12,6 +12,7 @@ struct SessionRecovery {
     let currentSessionID: String
 
     func run() {
+        ccr_session_sync()   // first: get this session's file onto the disk (see ccr_session_sync)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.sessionsFolder) else { return }
         for name in names where name.hasSuffix(".custom.json") && !names.contains(String(name.dropLast(".custom.json".count))) {
             unlink(directory.sessionsFolder + "/" + name)   // its session is gone: nothing to attach it to

@@ -79,6 +79,10 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
     return 0;
 }
 
+void ccr_session_sync(void) {
+    if (session_fd >= 0) fsync(session_fd);
+}
+
 void ccr_session_end(void) {
     ccr_session_file *s = ccr_session;
     if (s == NULL || s->pid != getpid()) return;   // not in a forked child

@@ -61,6 +61,9 @@ int ccr_write_current_stack(int fd, int skip);
 /// Not async-signal-safe: open, ftruncate, mmap.
 int ccr_session_open(const char *path, const char *session_id, const char *app_id, const char *app_version,
                      char *error, size_t error_capacity);
+/// fsyncs the session file once: its creation then no longer rides along with (and slows) the
+/// crash-time fdatasync of the record under ext4's ordered journal. Called off the caller's thread.
+void ccr_session_sync(void);
 /// Marks the session ended cleanly and removes its file. Not async-signal-safe: unlink.
 void ccr_session_end(void);
 
