@@ -153,7 +153,8 @@ extension CrashReporter {
 
     // MARK: - Internals
 
-    private static func append(level: LogLevel, kind: UInt8, tag: String, message: String, metadata: [String: String]?) {
+    /// kind: 0 log, 1 screen, 2 action, 3 error, 4 network (see ccr_breadcrumb_append).
+    static func append(level: LogLevel, kind: UInt8, tag: String, message: String, metadata: [String: String]?) {
         var message = message
         if message.utf8.count > maximumMessageCharacters, message.count > maximumMessageCharacters {
             message = String(message.prefix(maximumMessageCharacters))

@@ -177,17 +177,8 @@ extension CrashReporter {
             "request_duration_ms": String(digest.request_duration_ms), "retry_count": String(digest.retry_count),
         ]
         if let status = digest.status_code { metadata["status_code"] = String(status) }
-        var message = "\(digest.request_method) \(digest.request_url) \(digest.status_code.map(String.init) ?? digest.error_type)"
-        var tag = "network"
-        var json = compactJSON(metadata)
-        message.withUTF8 { text in
-            tag.withUTF8 { tagBytes in
-                json.withUTF8 { meta in
-                    ccr_breadcrumb_append(LogLevel.error.rawValue, 4, tagBytes.baseAddress, tagBytes.count,
-                                          text.baseAddress, text.count, meta.baseAddress, meta.count)
-                }
-            }
-        }
+        let message = "\(digest.request_method) \(digest.request_url) \(digest.status_code.map(String.init) ?? digest.error_type)"
+        append(level: .error, kind: 4, tag: "network", message: message, metadata: metadata)
     }
 
     /// Appends the event to <reports>/api_logs/<session>.jsonl, bounded per session.
