@@ -109,8 +109,7 @@ extension CrashReporter {
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        var text = text
-        let written = text.withUTF8 { write(fd, $0.baseAddress, $0.count) == $0.count }
+        let written = writeAll(fd, text)
         close(fd)
         guard written, rename(temporary, path) == 0 else {
             unlink(temporary)
@@ -133,9 +132,7 @@ extension CrashReporter {
         defer { if let file { fclose(file) } }
         guard let file else { return nil }
         let fd = fileno(file)
-        let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"snapshot"}"# + "\n"
-        _ = header.withCString { write(fd, $0, strlen($0)) }
-        guard ccr_session_export(path, fd) == 0 else { return nil }
+        guard writeAll(fd, recordHeader(id: "snapshot") + "\n"), ccr_session_export(path, fd) == 0 else { return nil }
         lseek(fd, 0, SEEK_SET)
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)

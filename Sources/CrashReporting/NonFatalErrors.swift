@@ -232,9 +232,8 @@ extension CrashReporter {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let info = try encoder.encode(Dictionary(uniqueKeysWithValues: userInfo.map { ($0.key.rawValue, $0.value) }))
         let chain = try encoder.encode(underlying)
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"\#(recordID)","app_id":\#(quoted(context.appID)),"app_version":\#(quoted(context.appVersion)),"pid":\#(getpid()),"timestamp_ns":\#(UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)),"arch":"\#(architecture)"}"#
+        let header = recordHeader(id: recordID, appID: context.appID, appVersion: context.appVersion, pid: getpid(),
+                                  timestampNanoseconds: wallClockNanoseconds())
         // user_info last: readers keep it as raw JSON text.
         let errorLine = #"{"type":"error","domain":\#(quoted(qualified)),"code":\#(code),"message":\#(quoted(message)),"underlying":\#(String(decoding: chain, as: UTF8.self)),"user_info":\#(String(decoding: info, as: UTF8.self))}"#
 
@@ -258,18 +257,6 @@ extension CrashReporter {
             throw ReportingError.storageFailed("cannot write \(final): \(reason)")
         }
         return NonFatalReceipt(recordID: recordID, path: final)
-    }
-
-    private static func writeAll(_ fd: Int32, _ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return false }
-            }
-            return true
-        }
     }
 
     static var architecture: String {

@@ -60,12 +60,10 @@ struct SessionRecovery {
         func text<T>(_ tuple: T) -> String {
             withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let detected = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
         let lines = [
-            #"{"format":"swift-crash-reporting.crash-record","version":1,"id":\#(CrashReporter.quoted(text(info.session_id))),"app_id":\#(CrashReporter.quoted(text(info.app_id))),"app_version":\#(CrashReporter.quoted(text(info.app_version))),"pid":\#(info.pid),"timestamp_ns":\#(info.started_ns),"arch":"\#(CrashReporter.architecture)"}"#,
-            #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(detected)}"#,
+            CrashReporter.recordHeader(id: text(info.session_id), appID: text(info.app_id), appVersion: text(info.app_version),
+                                       pid: info.pid, timestampNanoseconds: info.started_ns),
+            #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(CrashReporter.wallClockNanoseconds())}"#,
         ]
         return Data((lines.joined(separator: "\n") + "\n").utf8)
     }
@@ -78,11 +76,9 @@ struct SessionRecovery {
         let temporary = record + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
-        let wrote = prefix.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == prefix.count
-        var exported = wrote && ccr_session_export(session, fd) == 0
+        var exported = CrashReporter.writeAll(fd, prefix) && ccr_session_export(session, fd) == 0
         if exported, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
-            let line = #"{"type":"custom_data","data":"# + data + "}\n"
-            exported = line.utf8.count == line.withCString { write(fd, $0, strlen($0)) }
+            exported = CrashReporter.writeAll(fd, #"{"type":"custom_data","data":"# + data + "}\n")
         }
         let synced = exported && fsync(fd) == 0
         close(fd)
