@@ -196,6 +196,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var nonFatalError: NonFatalError?
     /// Seed 000's custom_data (Codable values set by the app) as JSON text.
     public var customDataJSON: String?
+    /// Set on a diagnostics snapshot (no crash, no error): what asked for it ("manual",
+    /// "session_end", "periodic").
+    public var diagnosticsTrigger: String?
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
     /// abnormal-termination record has no end line by nature and is not partial.
@@ -436,6 +439,8 @@ extension CrashRecord {
             }
             termination = Termination(kind: try Self.field(line, "kind"), sessionStarted: try date("session_started_ns"),
                                       detected: try date("detected_ns"))
+        case "diagnostics":
+            diagnosticsTrigger = try Self.field(line, "trigger")
         case "end":
             hasEnd = true
         case "timing":

@@ -16,34 +16,11 @@
 // | total_memory_mb       | MemTotal of /proc/meminfo                                              |
 // | battery_level / state | /sys/class/power_supply/BAT*: only when the host has a battery         |
 // Extra fields: cpu_model, cpu_count, hostname_hash (SHA-256 of the hostname, 8 hex), virtualization.
+import CrashReportModel
 import Foundation
 import Glibc
 
-public struct AppMetadata: Codable, Sendable, Equatable {
-    public var app_name: String
-    public var app_version: String
-    public var build_number: String
-    public var bundle_id: String
-    public var environment: String
-}
-
-public struct HostMetadata: Codable, Sendable, Equatable {
-    public var device_model: String
-    public var device_identifier: String
-    public var ios_version: String
-    public var locale: String
-    public var timezone: String
-    public var is_simulator: Bool
-    public var available_storage_mb: Int
-    public var total_memory_mb: Int
-    public var battery_level: Double?
-    public var battery_state: String?
-    public var cpu_model: String
-    public var cpu_count: Int
-    public var hostname_hash: String
-    /// "none", a hypervisor name ("kvm", "vmware", …) or "container".
-    public var virtualization: String
-
+extension HostMetadata {
     /// Reads the host now. `reportsDirectory` is the folder whose free space is reported.
     public static func current(reportsDirectory: String) -> HostMetadata {
         let vendor = read("/sys/devices/virtual/dmi/id/sys_vendor"), product = read("/sys/devices/virtual/dmi/id/product_name")

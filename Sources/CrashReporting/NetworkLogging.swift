@@ -31,19 +31,6 @@ public struct APILogEvent: Codable, Sendable, Equatable {
     public var error: String?
 }
 
-/// Seed 000's NetworkErrorDigest.
-public struct NetworkErrorDigest: Codable, Sendable, Equatable {
-    public var timestamp: String
-    public var request_url: String
-    public var request_method: String
-    public var status_code: Int?
-    /// timeout, network_unreachable, ssl_error, dns_failure, server_error, client_error, unknown.
-    public var error_type: String
-    public var error_message: String
-    public var request_duration_ms: Int
-    public var retry_count: Int
-}
-
 extension CrashReporter {
     public struct NetworkLogging: Sendable {
         /// Header names (any case) whose values are replaced by "[REDACTED]".

@@ -1,5 +1,6 @@
 // App and host metadata (seed 000 names, Linux meanings) and the SHA-256 behind the identifiers.
 @testable import CrashReporting
+import CrashReportModel
 import Foundation
 import Testing
 

@@ -1,0 +1,396 @@
+// Seed 000's DiagnosticsPayload, with its wire names (snake_case properties on purpose: the
+// payload is a contract, and the names are the contract's). Linux extensions are listed in
+// Schemas/diagnostics-payload.schema.json and marked "extension" below; seed readers ignore them.
+import Foundation
+
+/// Any JSON value: custom_data, log metadata, error userInfo.
+public enum JSONValue: Sendable, Equatable, Codable {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Int.self) { self = .int(value) }
+        else if let value = try? container.decode(Double.self) { self = .double(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// Parses JSON text (any top-level value); nil when it is not JSON.
+    public init?(json: String) {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)) else { return nil }
+        self = value
+    }
+
+    /// The same value with every string passed through `transform` (keys are kept).
+    public func mapStrings(_ transform: (String) -> String) -> JSONValue {
+        switch self {
+        case .string(let value): return .string(transform(value))
+        case .array(let values): return .array(values.map { $0.mapStrings(transform) })
+        case .object(let values): return .object(values.mapValues { $0.mapStrings(transform) })
+        default: return self
+        }
+    }
+}
+
+public struct AppMetadata: Codable, Sendable, Equatable {
+    public var app_name: String
+    public var app_version: String
+    public var build_number: String
+    public var bundle_id: String
+    public var environment: String
+
+    public init(app_name: String, app_version: String, build_number: String, bundle_id: String, environment: String) {
+        self.app_name = app_name
+        self.app_version = app_version
+        self.build_number = build_number
+        self.bundle_id = bundle_id
+        self.environment = environment
+    }
+}
+
+/// Seed 000's device_metadata, read from a Linux host (the mapping is in CrashReporting/Metadata.swift).
+public struct HostMetadata: Codable, Sendable, Equatable {
+    public var device_model: String
+    public var device_identifier: String
+    public var ios_version: String
+    public var locale: String
+    public var timezone: String
+    public var is_simulator: Bool
+    public var available_storage_mb: Int
+    public var total_memory_mb: Int
+    public var battery_level: Double?
+    public var battery_state: String?
+    public var cpu_model: String
+    public var cpu_count: Int
+    public var hostname_hash: String
+    /// "none", a hypervisor name ("kvm", "vmware", …) or "container".
+    public var virtualization: String
+
+    public init(device_model: String, device_identifier: String, ios_version: String, locale: String, timezone: String,
+                is_simulator: Bool, available_storage_mb: Int, total_memory_mb: Int, battery_level: Double? = nil,
+                battery_state: String? = nil, cpu_model: String = "", cpu_count: Int = 0, hostname_hash: String = "",
+                virtualization: String = "none") {
+        self.device_model = device_model
+        self.device_identifier = device_identifier
+        self.ios_version = ios_version
+        self.locale = locale
+        self.timezone = timezone
+        self.is_simulator = is_simulator
+        self.available_storage_mb = available_storage_mb
+        self.total_memory_mb = total_memory_mb
+        self.battery_level = battery_level
+        self.battery_state = battery_state
+        self.cpu_model = cpu_model
+        self.cpu_count = cpu_count
+        self.hostname_hash = hostname_hash
+        self.virtualization = virtualization
+    }
+}
+
+/// Seed 000's NetworkErrorDigest.
+public struct NetworkErrorDigest: Codable, Sendable, Equatable {
+    public var timestamp: String
+    public var request_url: String
+    public var request_method: String
+    public var status_code: Int?
+    /// timeout, network_unreachable, ssl_error, dns_failure, server_error, client_error, unknown.
+    public var error_type: String
+    public var error_message: String
+    public var request_duration_ms: Int
+    public var retry_count: Int
+
+    public init(timestamp: String, request_url: String, request_method: String, status_code: Int?, error_type: String,
+                error_message: String, request_duration_ms: Int, retry_count: Int) {
+        self.timestamp = timestamp
+        self.request_url = request_url
+        self.request_method = request_method
+        self.status_code = status_code
+        self.error_type = error_type
+        self.error_message = error_message
+        self.request_duration_ms = request_duration_ms
+        self.retry_count = retry_count
+    }
+
+    // status_code is written as null when absent: the seed types it `number | null`, not optional.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(timestamp, forKey: .timestamp)
+        try container.encode(request_url, forKey: .request_url)
+        try container.encode(request_method, forKey: .request_method)
+        try container.encode(status_code, forKey: .status_code)
+        try container.encode(error_type, forKey: .error_type)
+        try container.encode(error_message, forKey: .error_message)
+        try container.encode(request_duration_ms, forKey: .request_duration_ms)
+        try container.encode(retry_count, forKey: .retry_count)
+    }
+}
+
+public struct DiagnosticsPayload: Codable, Sendable, Equatable {
+    public struct LogEntry: Codable, Sendable, Equatable {
+        public var timestamp: String
+        /// debug, info, warning, error, fatal.
+        public var level: String
+        public var tag: String
+        public var message: String
+        public var metadata: [String: JSONValue]?
+
+        public init(timestamp: String, level: String, tag: String, message: String, metadata: [String: JSONValue]? = nil) {
+            self.timestamp = timestamp
+            self.level = level
+            self.tag = tag
+            self.message = message
+            self.metadata = metadata
+        }
+    }
+
+    /// One stack frame (extension: the seed's stack_trace is text only; servers need the parts).
+    public struct Frame: Codable, Sendable, Equatable {
+        public var index: Int
+        public var address: String
+        public var module: String?
+        public var module_offset: String?
+        public var build_id: String?
+        public var function: String?
+        public var file: String?
+        public var line: Int?
+        public var column: Int?
+        public var inlined: Bool
+
+        public init(index: Int, address: String, module: String?, module_offset: String?, build_id: String?,
+                    function: String?, file: String?, line: Int?, column: Int?, inlined: Bool) {
+            self.index = index
+            self.address = address
+            self.module = module
+            self.module_offset = module_offset
+            self.build_id = build_id
+            self.function = function
+            self.file = file
+            self.line = line
+            self.column = column
+            self.inlined = inlined
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(index, forKey: .index)
+            try container.encode(address, forKey: .address)
+            try container.encode(module, forKey: .module)
+            try container.encode(module_offset, forKey: .module_offset)
+            try container.encode(build_id, forKey: .build_id)
+            try container.encode(function, forKey: .function)
+            try container.encode(file, forKey: .file)
+            try container.encode(line, forKey: .line)
+            try container.encode(column, forKey: .column)
+            try container.encode(inlined, forKey: .inlined)
+        }
+    }
+
+    public struct ThreadInfo: Codable, Sendable, Equatable {
+        public var id: Int
+        public var name: String
+        public var crashed: Bool
+        public var is_main: Bool
+        public var frames: [Frame]
+
+        public init(id: Int, name: String, crashed: Bool, is_main: Bool, frames: [Frame]) {
+            self.id = id
+            self.name = name
+            self.crashed = crashed
+            self.is_main = is_main
+            self.frames = frames
+        }
+    }
+
+    /// A loaded module with its GNU build-id (extension): what a server needs to symbolicate a raw report.
+    public struct Image: Codable, Sendable, Equatable {
+        public var path: String
+        public var build_id: String
+        public var start: String
+        public var end: String
+        public var bias: String
+
+        public init(path: String, build_id: String, start: String, end: String, bias: String) {
+            self.path = path
+            self.build_id = build_id
+            self.start = start
+            self.end = end
+            self.bias = bias
+        }
+    }
+
+    public struct SignalInfo: Codable, Sendable, Equatable {
+        public var number: Int
+        public var name: String
+        public var code: Int
+        public var code_name: String
+        public var fault_address: String
+
+        public init(number: Int, name: String, code: Int, code_name: String, fault_address: String) {
+            self.number = number
+            self.name = name
+            self.code = code
+            self.code_name = code_name
+            self.fault_address = fault_address
+        }
+    }
+
+    public struct ErrorInfo: Codable, Sendable, Equatable {
+        public var domain: String
+        public var code: Int
+        public var message: String
+        public var user_info: JSONValue
+        public var underlying: [JSONValue]
+
+        public init(domain: String, code: Int, message: String, user_info: JSONValue, underlying: [JSONValue]) {
+            self.domain = domain
+            self.code = code
+            self.message = message
+            self.user_info = user_info
+            self.underlying = underlying
+        }
+    }
+
+    public struct TerminationInfo: Codable, Sendable, Equatable {
+        public var kind: String
+        public init(kind: String) { self.kind = kind }
+    }
+
+    /// Seed 000's CrashReport, for crashes and (extension `kind`) non-fatal errors, abnormal
+    /// terminations and diagnostics snapshots.
+    public struct CrashReportEntry: Codable, Sendable, Equatable {
+        public var timestamp: String
+        public var exception_type: String
+        public var exception_message: String
+        public var stack_trace: [String]
+        public var thread_info: [ThreadInfo]
+        // Extensions.
+        public var report_id: String
+        /// crash, non_fatal, abnormal_termination, diagnostics.
+        public var kind: String
+        public var symbolicated: Bool
+        public var is_partial: Bool
+        public var images: [Image]
+        public var signal: SignalInfo?
+        public var error: ErrorInfo?
+        public var termination: TerminationInfo?
+
+        public init(timestamp: String, exception_type: String, exception_message: String, stack_trace: [String],
+                    thread_info: [ThreadInfo], report_id: String, kind: String, symbolicated: Bool, is_partial: Bool,
+                    images: [Image], signal: SignalInfo? = nil, error: ErrorInfo? = nil, termination: TerminationInfo? = nil) {
+            self.timestamp = timestamp
+            self.exception_type = exception_type
+            self.exception_message = exception_message
+            self.stack_trace = stack_trace
+            self.thread_info = thread_info
+            self.report_id = report_id
+            self.kind = kind
+            self.symbolicated = symbolicated
+            self.is_partial = is_partial
+            self.images = images
+            self.signal = signal
+            self.error = error
+            self.termination = termination
+        }
+    }
+
+    public struct ScreenshotRef: Codable, Sendable, Equatable {
+        public var id: String
+        public var timestamp: String
+        public var screen_name: String
+        public var file_size_bytes: Int
+
+        public init(id: String, timestamp: String, screen_name: String, file_size_bytes: Int) {
+            self.id = id
+            self.timestamp = timestamp
+            self.screen_name = screen_name
+            self.file_size_bytes = file_size_bytes
+        }
+    }
+
+    /// Extension: who sent the payload and what the sender had to drop.
+    public struct Reporter: Codable, Sendable, Equatable {
+        public var name: String
+        public var version: String
+        /// Reports dropped on this host because the store was full (seed 000 keeps the most recent).
+        public var dropped_reports: Int
+
+        public init(name: String, version: String, dropped_reports: Int) {
+            self.name = name
+            self.version = version
+            self.dropped_reports = dropped_reports
+        }
+    }
+
+    public var test_run_id: String
+    public var app_metadata: AppMetadata
+    public var device_metadata: HostMetadata
+    public var timestamp_collected: String
+    public var logs: [LogEntry]
+    public var network_errors: [NetworkErrorDigest]
+    public var crash_reports: [CrashReportEntry]
+    public var screenshots: [ScreenshotRef]
+    public var custom_data: [String: JSONValue]
+    // Extensions.
+    public var user_id: String?
+    public var custom_keys: [String: JSONValue]
+    public var reporter: Reporter?
+
+    public init(test_run_id: String, app_metadata: AppMetadata, device_metadata: HostMetadata, timestamp_collected: String,
+                logs: [LogEntry] = [], network_errors: [NetworkErrorDigest] = [], crash_reports: [CrashReportEntry] = [],
+                screenshots: [ScreenshotRef] = [], custom_data: [String: JSONValue] = [:], user_id: String? = nil,
+                custom_keys: [String: JSONValue] = [:], reporter: Reporter? = nil) {
+        self.test_run_id = test_run_id
+        self.app_metadata = app_metadata
+        self.device_metadata = device_metadata
+        self.timestamp_collected = timestamp_collected
+        self.logs = logs
+        self.network_errors = network_errors
+        self.crash_reports = crash_reports
+        self.screenshots = screenshots
+        self.custom_data = custom_data
+        self.user_id = user_id
+        self.custom_keys = custom_keys
+        self.reporter = reporter
+    }
+
+    /// Seed 000's size limits.
+    public enum Limits {
+        public static let logEntries = 500
+        public static let logMessageCharacters = 1000
+        public static let networkErrors = 100
+        public static let crashReports = 5
+        public static let stackFrames = 50
+        public static let screenshots = 20
+        public static let customDataBytes = 100 * 1024
+        public static let compressedBytes = 5 * 1024 * 1024
+    }
+
+    /// The JSON that goes on the wire (sorted keys: the same payload always encodes the same).
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+}
