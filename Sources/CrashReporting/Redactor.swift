@@ -1,44 +1,169 @@
-// Redaction of free text (log messages, metadata values) with seed 000's log-message patterns:
-// emails, passwords, tokens, bearer tokens, phone numbers, IP addresses, invoice numbers, and
-// long opaque tokens. Rules are data: configurable, defaults are seed 000's.
+// Redaction of free text (log messages, metadata values, error messages) for every data type of seed
+// 000's mandatory redaction table, plus its URL rule. Rules are data (a pattern and a template, or a
+// transform where a check or a hash is needed); the defaults are seed 000's and callers can extend them.
 import Foundation
 
 public struct Redactor: Sendable {
     public struct Rule: Sendable {
+        /// What a transform sees: the whole match and its capture groups (nil when a group took no part).
+        public struct Match: Sendable {
+            public let text: String
+            /// groups[0] is the whole match.
+            public let groups: [String?]
+            public subscript(_ group: Int) -> String? { group < groups.count ? groups[group] : nil }
+        }
+
+        /// Returns the replacement, or nil when the match turns out not to be sensitive (a digit run that
+        /// fails the Luhn check), which leaves the text for the rules after this one.
+        public typealias Transform = @Sendable (Match) -> String?
+
         public var name: String
         public var pattern: String
-        /// NSRegularExpression template ($1… for groups).
+        /// NSRegularExpression template ($1… for groups); unused when `transform` is set.
         public var template: String
+        public var transform: Transform?
 
         public init(name: String, pattern: String, template: String) {
             self.name = name
             self.pattern = pattern
             self.template = template
+            self.transform = nil
         }
+
+        public init(name: String, pattern: String, transform: @escaping Transform) {
+            self.name = name
+            self.pattern = pattern
+            self.template = ""
+            self.transform = transform
+        }
+    }
+
+    private struct Compiled: Sendable {
+        let expression: NSRegularExpression
+        let rule: Rule
+        let template: [TemplatePart]
     }
 
     public let rules: [Rule]
-    private let compiled: [(NSRegularExpression, String)]
+    /// Names replaced by [NAME_REDACTED] wherever they appear, after all rules.
+    public let knownNames: [String]
+    /// Rules whose pattern did not compile. They are skipped: check this when rules come from configuration.
+    public let rejectedRuleNames: [String]
+    private let compiled: [Compiled]
 
-    public init(rules: [Rule]) {
+    public init(rules: [Rule], knownNames: [String] = []) {
         self.rules = rules
-        compiled = rules.compactMap { rule in
-            (try? NSRegularExpression(pattern: rule.pattern, options: [.caseInsensitive])).map { ($0, rule.template) }
+        self.knownNames = knownNames
+        var compiled: [Compiled] = []
+        var rejected: [String] = []
+        // Known names go last so that a labelled form ("child: Tommy Smith") is redacted by its own rule first.
+        for rule in rules + [Self.knownNamesRule(knownNames)].compactMap({ $0 }) {
+            if let expression = try? NSRegularExpression(pattern: rule.pattern, options: [.caseInsensitive]) {
+                compiled.append(Compiled(expression: expression, rule: rule,
+                                         template: TemplatePart.parse(rule.template, groups: expression.numberOfCaptureGroups)))
+            } else {
+                rejected.append(rule.name)
+            }
         }
+        self.compiled = compiled
+        self.rejectedRuleNames = rejected
     }
 
-    /// Seed 000's rules, most specific first (so "password=hunter2@x.io" is a password, not an email).
-    public static let seed000 = Redactor(rules: [
-        Rule(name: "password", pattern: #"(password|passwd|pwd)(\s*[:=]\s*)\S+"#, template: "$1$2[REDACTED]"),
-        Rule(name: "bearer", pattern: #"Bearer\s+([\w-]{4})[\w.~+/=-]*"#, template: "Bearer [TOKEN:$1...]"),
-        Rule(name: "token", pattern: #"(token|api[_-]?key|secret)(\s*[:=]\s*)([\w.-]{4})[\w.-]{6,}"#, template: "$1$2[TOKEN:$3...]"),
-        Rule(name: "email", pattern: #"[\w.+-]+@[\w-]+(\.[\w-]+)*\.[a-z]{2,}"#, template: "[EMAIL_REDACTED]"),
-        Rule(name: "invoice", pattern: #"\b(INV-\d{4}-)\d+"#, template: "$1[REDACTED]"),
-        Rule(name: "invoice-id", pattern: #"(invoice[_-]?id\s*[:=]\s*)\w+"#, template: "$1[REDACTED]"),
-        Rule(name: "ipv4", pattern: #"\b(\d{1,3})\.(\d{1,3})\.\d{1,3}\.\d{1,3}\b"#, template: "$1.$2.x.x"),
-        Rule(name: "phone", pattern: #"(\+?\d{1,3}[-. ]?)?\b(\d{3})[-. ]?\d{3}[-. ]?\d{4}\b"#, template: "$1$2-***-****"),
-        Rule(name: "long-token", pattern: #"\b([A-Za-z0-9]{4})[A-Za-z0-9]{28,}\b"#, template: "[TOKEN:$1...]"),
-    ])
+    /// The same rules with `extra` applied first (a caller's rules are usually the more specific ones).
+    public func adding(_ extra: [Rule]) -> Redactor {
+        Redactor(rules: extra + rules, knownNames: knownNames)
+    }
+
+    public func addingKnownNames(_ names: [String]) -> Redactor {
+        Redactor(rules: rules, knownNames: knownNames + names)
+    }
+
+    /// Seed 000's redactor.
+    public static let seed000 = Redactor(rules: seed000Rules)
+
+    /// Seed 000's rules, most specific first: a rule's output is never looked at again by a later rule,
+    /// so "password=hunter2@x.io" is a password and not an email, and a card number is not half-eaten
+    /// by the phone rule.
+    public static let seed000Rules: [Rule] = {
+        typealias P = PIIPatterns
+        return [
+            // Kept as they are, so that the long-token rule leaves build ids and memory dumps alone.
+            Rule(name: "build-id", pattern: #"(?<![A-Za-z0-9])(?:build[-_ ]?id(?:\[\w+\])?|GNU build ID)["']?[ \t]*[:=]?[ \t]*["']?"#
+                 + #"[0-9a-f]{16,64}(?![0-9a-z])"#, transform: { $0.text }),
+            Rule(name: "memory-dump", pattern: #"(?<![\w])0x[0-9a-f]{4,16}["']?[ \t]*[:=][ \t]*["']?[0-9a-f]{16,256}(?![0-9a-z])"#,
+                 transform: { $0.text }),
+
+            Rule(name: "jwt", pattern: P.jwt, transform: { P.tokenMask($0.text) }),
+            Rule(name: "bearer", pattern: #"\b(Bearer)\s+([\w~+/-][\w.~+/=-]{7,})"#,
+                 transform: { "\($0[1] ?? "Bearer") \(P.tokenMask($0[2] ?? ""))" }),
+            Rule(name: "fcm-token", pattern: P.fcm, transform: { P.truncate20($0.text) }),
+            P.labelled(name: "fcm-token-labelled", labels: P.fcmLabels, value: P.fcmLabelledValue) { P.truncate20($0) },
+            Rule(name: "url-credentials", pattern: P.urlCredentials, template: "$1$2:[REDACTED]@"),
+            P.labelled(name: "password", labels: P.passwordLabels, value: P.passwordValue, quoted: P.anyQuoted, after: P.keywordStart) { _ in
+                "[REDACTED]"
+            },
+            P.labelled(name: "authorization", labels: #"(?:proxy-)?authorization"#,
+                       value: #"(?!Bearer\b)(?:(?:Basic|Token|Digest|ApiKey)[ \t]+)?[\w~+/-][\w.~+/=-]{3,}"#) { value in
+                let parts = value.split(separator: " ", maxSplits: 1)
+                return parts.count == 2 ? "\(parts[0]) \(P.tokenMask(String(parts[1])))" : P.tokenMask(value)
+            },
+            P.labelled(name: "session-id", labels: P.sessionLabels, value: P.sessionValue, loose: true) {
+                P.isSessionHash($0) ? $0 : P.sha256Prefix($0, 12)   // kept as is: redact(redact(x)) == redact(x)
+            },
+            Rule(name: "mac-address", pattern: P.macAddress,
+                 transform: { P.sha256Prefix($0.text.lowercased(), 8) }),
+            P.labelled(name: "device-id", labels: P.deviceLabels, value: P.deviceValue, loose: true) {
+                P.sha256Prefix($0, 8)
+            },
+            Rule(name: "udid", pattern: P.newUDID, transform: { P.sha256Prefix($0.text, 8) }),
+            Rule(name: "api-key", pattern: P.apiKeyPrefixes, transform: { P.tokenMask($0.text) }),
+            P.labelled(name: "token", labels: P.tokenLabels, value: P.tokenValue, after: P.keywordStart) { P.tokenMask($0) },
+            Rule(name: "email", pattern: P.email, template: "[EMAIL_REDACTED]"),
+
+            P.labelled(name: "card-labelled", labels: P.cardLabels, value: P.cardLabelledValue, loose: true) { _ in "[PAYMENT_REDACTED]" },
+            P.labelled(name: "cvv", labels: P.cvvLabels, value: P.cvvValue, loose: true) { _ in "[PAYMENT_REDACTED]" },
+            P.labelled(name: "card-expiry", labels: P.expiryLabels, value: P.expiryValue, loose: true) { _ in "[PAYMENT_REDACTED]" },
+            P.labelled(name: "bank-account", labels: P.bankLabels, value: P.bankValue, loose: true) { _ in "[PAYMENT_REDACTED]" },
+            P.labelled(name: "iban-labelled", labels: P.ibanLabels, value: P.ibanLabelledValue, loose: true) { _ in "[PAYMENT_REDACTED]" },
+            Rule(name: "iban", pattern: P.iban, transform: { P.redactIBAN($0.text) }),
+            Rule(name: "card", pattern: P.card, transform: { P.isCardNumber($0.text) ? "[PAYMENT_REDACTED]" : nil }),
+
+            Rule(name: "gps-pair", pattern: P.gpsPair,
+                 transform: { P.isCoordinatePair($0[1] ?? "", $0[2] ?? "") ? "[LOCATION_REDACTED]" : nil }),
+            Rule(name: "gps-hemisphere", pattern: P.gpsHemisphere, template: "[LOCATION_REDACTED]"),
+            P.labelled(name: "gps-labelled", labels: P.gpsLabels, value: P.gpsLabelledValue) { _ in "[LOCATION_REDACTED]" },
+
+            Rule(name: "invoice", pattern: P.invoice, template: "$1[REDACTED]"),
+            P.labelled(name: "invoice-id", labels: P.invoiceLabels, value: P.invoiceIDValue, loose: true) { _ in "[REDACTED]" },
+
+            Rule(name: "ipv6", pattern: P.ipv6Candidate, transform: { P.maskIPv6($0.text) }),
+            Rule(name: "ipv4", pattern: P.ipv4, template: "$1.$2.x.x"),
+
+            // Ten bare digits are a phone number only when labelled: unlabelled, they are as often nanosecond
+            // durations, epoch times and counters.
+            P.labelled(name: "phone-labelled", labels: P.phoneLabels, value: P.phoneLabelledValue, loose: true) { P.maskPhone($0) },
+            Rule(name: "phone", pattern: P.phoneNANP, transform: { P.maskPhone($0.text) }),
+            Rule(name: "phone-international", pattern: P.phoneInternational, transform: { P.maskPhone($0.text) }),
+
+            P.labelled(name: "child-name", labels: P.childLabels, value: P.personNames, quoted: P.quotedName) { _ in "[CHILD_REDACTED]" },
+            P.labelled(name: "child-name-field", labels: P.named(P.childLabels), value: P.nameFieldValue) { _ in "[CHILD_REDACTED]" },
+            P.labelled(name: "parent-name", labels: P.parentLabels, value: P.personNames, quoted: P.quotedName) { _ in "[PARENT_REDACTED]" },
+            P.labelled(name: "parent-name-field", labels: P.named(P.parentLabels), value: P.nameFieldValue) { _ in "[PARENT_REDACTED]" },
+            P.labelled(name: "teacher-name", labels: P.teacherLabels, value: P.personNames, quoted: P.quotedName) { _ in "[TEACHER_REDACTED]" },
+            P.labelled(name: "teacher-name-field", labels: P.named(P.teacherLabels), value: P.nameFieldValue) { _ in "[TEACHER_REDACTED]" },
+            Rule(name: "honorific-name", pattern: P.honorificName, template: "[TEACHER_REDACTED]"),
+
+            P.labelled(name: "room-labelled", labels: P.roomLabels, value: P.roomValue) { _ in "[ROOM_REDACTED]" },
+            Rule(name: "room", pattern: P.room, template: "[ROOM_REDACTED]"),
+
+            Rule(name: "long-token", pattern: P.longToken,
+                 transform: { P.isHashShaped($0.text) ? nil : P.tokenMask($0.text) }),
+        ]
+    }()
+
+    private static func knownNamesRule(_ names: [String]) -> Rule? {
+        PIIPatterns.knownNames(names).map { Rule(name: "known-names", pattern: $0, template: "[NAME_REDACTED]") }
+    }
 
     /// Seed 000's URL rule: path segments that are identifiers (numbers, UUIDs, long hex or opaque
     /// tokens) become [ID]; every query value becomes [REDACTED]; user info is dropped.
@@ -73,11 +198,455 @@ public struct Redactor: Sendable {
 
     public func redact(_ text: String) -> String {
         guard !text.isEmpty else { return text }
-        var result = text
-        for (expression, template) in compiled {
-            let range = NSRange(result.startIndex..., in: result)
-            result = expression.stringByReplacingMatches(in: result, options: [], range: range, withTemplate: template)
+        var current = text
+        var replacements: [[UInt16]] = []
+        for entry in compiled {
+            current = Self.apply(entry, to: current, replacements: &replacements)
         }
-        return result
+        guard !replacements.isEmpty else { return current }
+        var out: [UInt16] = []
+        Self.restore(Array(current.utf16), replacements, below: replacements.count, into: &out)
+        return String(decoding: out, as: UTF16.self)
+    }
+
+    // Each replacement is parked behind a placeholder of private-use characters (not \w, not digits)
+    // until every rule has run, so that no rule rewrites another's output. Work is on UTF-16 arrays:
+    // NSString ranges are UTF-16, and Foundation's template expansion re-bridges the whole text per match.
+    private static let placeholderStart: UInt16 = 0xF8F0
+    private static let placeholderEnd: UInt16 = 0xF8F1
+    private static let placeholderDigit0: UInt16 = 0xF8E0
+
+    private static func apply(_ entry: Compiled, to text: String, replacements: inout [[UInt16]]) -> String {
+        let matches = entry.expression.matches(in: text, options: [], range: NSRange(location: 0, length: text.utf16.count))
+        guard !matches.isEmpty else { return text }
+        let units = Array(text.utf16)
+        var out: [UInt16] = []
+        out.reserveCapacity(units.count + 16)
+        var last = 0
+        for match in matches where match.range.length > 0 {
+            func group(_ index: Int) -> String? {
+                guard index < match.numberOfRanges else { return nil }
+                let range = match.range(at: index)
+                guard range.location != NSNotFound else { return nil }
+                return String(decoding: units[range.location..<NSMaxRange(range)], as: UTF16.self)
+            }
+            let replacement: String?
+            if let transform = entry.rule.transform {
+                let groups = (0..<match.numberOfRanges).map(group)
+                replacement = transform(Rule.Match(text: groups[0] ?? "", groups: groups))
+            } else {
+                replacement = entry.template.map { part in
+                    switch part {
+                    case .literal(let text): text
+                    case .group(let index): group(index) ?? ""
+                    }
+                }.joined()
+            }
+            guard let replacement else { continue }
+            out.append(contentsOf: units[last..<match.range.location])
+            out.append(placeholderStart)
+            out.append(contentsOf: String(replacements.count).utf16.map { placeholderDigit0 + $0 - 48 })
+            out.append(placeholderEnd)
+            replacements.append(Array(replacement.utf16))
+            last = NSMaxRange(match.range)
+        }
+        guard last > 0 else { return text }
+        out.append(contentsOf: units[last...])
+        return String(decoding: out, as: UTF16.self)
+    }
+
+    /// A replacement may hold earlier placeholders (a rule's match can span one); `below` stops cycles.
+    /// Input that already held these private-use characters may see them replaced, never revealed.
+    private static func restore(_ text: [UInt16], _ replacements: [[UInt16]], below limit: Int, into out: inout [UInt16]) {
+        var index = 0
+        while index < text.count {
+            let unit = text[index]
+            index += 1
+            guard unit == placeholderStart else { out.append(unit); continue }
+            var number = 0
+            var end = index
+            while end < text.count, text[end] >= placeholderDigit0, text[end] < placeholderDigit0 + 10, number < limit {
+                number = number * 10 + Int(text[end] - placeholderDigit0)
+                end += 1
+            }
+            if end > index, end < text.count, text[end] == placeholderEnd, number < limit {
+                restore(replacements[number], replacements, below: number, into: &out)
+                index = end + 1
+            } else {
+                out.append(unit)   // not one of ours: the input held this character
+            }
+        }
+    }
+}
+
+/// NSRegularExpression's template syntax: "$n" is group n, a backslash quotes the next character.
+enum TemplatePart: Sendable {
+    case literal(String)
+    case group(Int)
+
+    static func parse(_ template: String, groups: Int) -> [TemplatePart] {
+        var parts: [TemplatePart] = []
+        var literal = ""
+        var characters = template.makeIterator()
+        var pending: Character? = nil
+        while let character = pending ?? characters.next() {
+            pending = nil
+            switch character {
+            case "\\":
+                if let next = characters.next() { literal.append(next) }
+            case "$":
+                var number: Int? = nil
+                while let next = characters.next() {
+                    if let digit = next.wholeNumberValue, next.isASCII, (number ?? 0) * 10 + digit <= groups {
+                        number = (number ?? 0) * 10 + digit
+                    } else {
+                        pending = next
+                        break
+                    }
+                }
+                if let number {
+                    if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
+                    parts.append(.group(number))
+                } else {
+                    literal.append("$")
+                }
+            default:
+                literal.append(character)
+            }
+        }
+        if !literal.isEmpty { parts.append(.literal(literal)) }
+        return parts
+    }
+}
+
+/// Patterns and checks shared by the redactor and the verifier, so that what one redacts the other looks for.
+enum PIIPatterns {
+    // MARK: labels (matched case-insensitively)
+
+    /// Password and token labels are matched from their keyword, whatever comes before ("new_password",
+    /// "X-Auth-Token", "accessToken"): scanning for a prefix at every position made them the slowest rules.
+    static let passwordLabels = #"password|passwd|passwort|passphrase|pwd"#
+    static let tokenLabels = #"token|secret|apikey|(?:secret|private|signing|encryption|master|access|api|auth|client|app|license)"#
+        + #"[_-]?key"#
+    /// Not after "/" ("/etc/passwd: …") nor inside the redactor's own "[TOKEN:…]".
+    static let keywordStart = #"(?<![/\[])"#
+    static let passwordValue = #"[^\s&"',;]+"#
+    /// Not a truncation already made by the FCM rules (20 characters and "...").
+    static let tokenValue = #"(?![\w:~+/-]{20}\.\.\.(?![\w.]))[\w~+/-][\w.~+/=-]{5,}"#
+    static let fcmLabels = #"(?:fcm|gcm|firebase|push|registration|apns|device|messaging)[_ -]?(?:registration[_ -]?)?token"#
+        + #"|registration[_ -]?id"#
+    static let sessionLabels = #"(?:j|php|asp\.net_)?sess(?:ion)?[_ -]?id|sid|session[_ -]?(?:key|token)|connect\.sid"#
+    static let deviceLabels = [
+        #"device[_ -]?(?:id|identifier|uuid|serial)"#, "udid", #"machine[_ -]?id"#, #"android[_ -]?id"#, "idf[av]",
+        #"advertising[_ -]?id"#, #"hardware[_ -]?id"#, "hwid", #"install(?:ation)?[_ -]?id"#, "imei", #"serial[_ -]?(?:number|no)"#,
+    ].joined(separator: "|")
+    static let cardLabels = #"(?:credit[_ -]?)?card[_ -]?(?:number|num|no)|cc[_ -]?(?:number|num)|credit[_ -]?card|pan"#
+    static let cvvLabels = #"cvv2?|cvc2?|csc|security[_ -]?code|card[_ -]?verification(?:[_ -]?(?:code|value))?"#
+    static let expiryLabels = #"exp(?:iry|iration)?(?:[_ -]?date)?|valid[_ -]?thru|expires"#
+    static let expiryValue = #"(?:0[1-9]|1[0-2])[ \t]?[/-][ \t]?(?:20)?\d{2}(?!\d)"#
+    static let bankLabels = [
+        #"(?:bank[_ -]?)?account[_ -]?(?:number|num|no\.?|#)"#, #"acct[_ -]?(?:number|num|no\.?|#)?"#,
+        #"routing[_ -]?(?:number|num|no\.?|#)?"#, #"aba[_ -]?(?:number|routing)?"#, #"sort[_ -]?code"#, "bsb", #"transit[_ -]?number"#,
+    ].joined(separator: "|")
+    static let ibanLabels = #"iban|bic|swift[_ -]?(?:code|bic)"#
+    static let ibanLabelledValue = #"(?-i:[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{2,4}){2,8}|[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?)(?![A-Za-z0-9])"#
+    static let gpsLabels = #"lat(?:itude)?|lng|lon(?:g|gitude)?"#
+    static let invoiceLabels = #"invoice[_ -]?(?:id|number|num|no\.?|ref(?:erence)?)?"#
+    static let phoneLabels = #"(?:tele)?phone(?:[_ -]?(?:number|no\.?))?|tel|mobile(?:[_ -]?(?:number|no\.?))?|cell(?:phone)?"#
+        + #"|fax|whatsapp|sms|contact[_ -]?number"#
+    static let childLabels = #"child(?:ren)?|kid|student|pupil|son|daughter|learner|enrolled[_ -]?child"#
+    static let parentLabels = #"parent|guardian|mother|father|mom|mum|dad|emergency[_ -]?contact"#
+        + #"|pick[_ -]?up[_ -]?(?:by|person|contact)|authori[sz]ed[_ -]?pickup"#
+    static let teacherLabels = #"teacher|educator|instructor|tutor|caregiver|staff(?:[_ -]?member)?|coach|(?:lead|head|assistant)[_ -]?teacher"#
+    static let roomLabels = #"room|class[_ -]?room|room[_ -]?(?:name|id|number|no)|classroom[_ -]?(?:name|id)|group[_ -]?name"#
+
+    /// Whole words, longest first (so "Tommy Smith" wins over "Tommy"), the words joined as in a URL or an
+    /// identifier ("tommy_smith", "Tommy%20Smith"); nil without names.
+    static func knownNames(_ names: [String]) -> String? {
+        let words = names.map { $0.split(whereSeparator: \.isWhitespace).map { NSRegularExpression.escapedPattern(for: String($0)) } }
+            .filter { !$0.isEmpty }
+        guard !words.isEmpty else { return nil }
+        let alternatives = words.sorted { $0.joined().count > $1.joined().count }.map { $0.joined(separator: #"(?:[\s_.+-]|%20)+"#) }
+        return #"(?<![\p{L}\p{N}_])(?:"# + alternatives.joined(separator: "|") + #")(?![\p{L}\p{N}_])"#
+    }
+
+    /// Labels with a name suffix ("child_name", "parentFullName"): their value is a name whatever its case.
+    static func named(_ labels: String) -> String {
+        #"(?:"# + labels + #")[_ -]?(?:full[_ -]?|first[_ -]?|last[_ -]?|display[_ -]?)?name"#
+    }
+
+    // MARK: values
+
+    private static let nameWord = #"\p{Lu}[\p{L}'’-]*\.?"#
+    private static let particles = #"(?:de|del|della|da|di|van|von|der|den|la|le|du|bin|al|y)"#
+    /// Capitalised words, optionally after an honorific: "Tommy Smith", "Ms. Johnson", "Maria de la Cruz".
+    static let personName = #"(?-i:(?:(?:Mrs|Mr|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+)?"# + nameWord
+        + #"(?:(?:[ \t]+"# + particles + #")*[ \t]+"# + nameWord + #"){0,3})"#
+    /// "Lucas Dubois, Chloé Dubois", "Linda and Tom Park".
+    static let personNames = personName + #"(?:[ \t]*(?:,|&|\band\b)[ \t]*"# + personName + #")*"#
+    static let quotedName = (double: #"(?-i:\p{Lu}[^"\n]{0,80})"#, single: #"(?-i:\p{Lu}[^'\n]{0,80})"#)
+    /// A field named "…name" holds a name whatever its case: "tommy_smith", "Emma%20Johnson".
+    static let nameFieldValue = #"\p{L}[\w'’.+%-]*(?:[ \t]+(?-i:\p{Lu})[\p{L}'’-]*){0,3}"#
+    static let honorificName = #"(?<![\p{L}])(?-i:(?:Mrs|Mr|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+\p{Lu}[\p{L}'’-]+"#
+        + #"(?:[ \t]+\p{Lu}[\p{L}'’-]+)?)"#
+    static let roomValue = #"[\p{L}\p{N}][\p{L}\p{N}'’-]*(?:[ \t]+(?-i:\p{Lu})[\p{L}\p{N}'’-]*){0,3}"#
+    /// "Room 101", "room #12", "Rm. 4", "Classroom B", "Room Bumblebees", "Class 3B"; a bare "Class" takes only
+    /// a number or a letter ("Class NSObject" is Swift).
+    static let room = #"(?<![\p{L}\p{N}])(?:"# + [
+        #"(?-i:(?:Room|ROOM|Classroom|CLASSROOM)[ \t]+(?:[A-Z](?:\d|[a-z]+)?(?:[ \t]+[A-Z][a-z]+)?))"#,
+        #"(?:room|classroom|rm\.?)[ \t]*#?[ \t]*\d+[A-Za-z]?"#,
+        #"(?-i:Class[ \t]+(?:\d+[A-Z]?|[A-Z]))"#,
+    ].joined(separator: "|") + #")(?![\p{L}\p{N}])"#
+
+    /// "INV-2024-001234" (the year stays) or "INV-001234"; never "INV-2024-[REDACTED]" again.
+    static let invoice = #"(?<![\w-])(INV-(?:\d{4}-(?=[A-Z0-9]*\d)|(?!\d{4}-)))[A-Z0-9]*\d[A-Z0-9]*"#
+    /// Session ids contain a digit (so "session id missing" stays).
+    static let sessionValue = #"(?=[\w.~+/%:-]*\d)[\w.~+/%:-]{6,}"#
+    /// "postgres://app:secret@db" (user info in a URL).
+    static let urlCredentials = #"(?<![\w+.-])([a-z][\w+.-]*://)([^\s:/@]*):([^\s@/]+)@"#
+    static let email = #"(?<![\w.+-])[\w.+-]+(?:@|%40)(?!\d+x\.)[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?![\w])"#
+    static let jwt = #"(?<![\w-])eyJ[\w-]{5,}\.[\w-]{5,}\.[\w-]{5,}"#
+    static let fcm = #"(?<![\w-])[\w-]{11,}:APA91b[\w-]{20,}"#
+    /// Keys that announce themselves: Stripe, GitHub, Slack, AWS, Google, GitLab, SendGrid.
+    static let apiKeyPrefixes = #"(?<![\w-])(?:"# + [
+        #"(?:sk|pk|rk)_(?:live|test)_[0-9A-Za-z]{10,}"#, #"gh[pousr]_[0-9A-Za-z]{20,}"#, #"github_pat_\w{20,}"#,
+        #"xox[abprs]-[\w-]{10,}"#, #"(?-i:AKIA[0-9A-Z]{16})"#, #"AIza[\w-]{30,}"#, #"glpat-[\w-]{20,}"#, #"SG\.[\w-]{16,}\.[\w-]{16,}"#,
+    ].joined(separator: "|") + ")"
+    static let newUDID = #"(?<![\w-])[0-9a-f]{8}-[0-9a-f]{16}(?![\w-])"#
+    /// Seed 000's long opaque strings (≥ 32 alphanumerics), when they mix letters and digits (so long
+    /// type names are not tokens) and are not a Swift mangled symbol.
+    static let longToken = #"(?<![\w$])(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{32,}(?![\w])"#
+
+    /// Grouped as cards print them, or 14–16 bare digits (register dumps are full of 19–20 digit decimals,
+    /// a tenth of them Luhn-valid). Not after "+": "+4915112345678" is a phone number.
+    static let card = #"(?<![\w.+-])(?:\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5}|\d{14,16})"#
+        + #"(?![\w]|[.-]\d)"#
+    static let iban = #"(?<![\w])(?-i:[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)(?![\w])"#
+
+    /// Two decimals with 4+ places: "37.7749, -122.4194", "@-37.8136,144.9631", "q=35.6762%2C139.6503".
+    static let gpsPair = #"(?<![\w.+-])([-+]?\d{1,2}\.\d{4,})°?(?:[ \t]*[,;/][ \t]*|%2C|[ \t]+)([-+]?\d{1,3}\.\d{4,})°?(?![\d.])"#
+    /// "41.8781° N, 87.6298° W" and degrees-minutes-seconds "40°26'46\"N 79°58'56\"W".
+    static let gpsHemisphere: String = {
+        func angle(_ degreeDigits: String) -> String {
+            #"(?:\d{"# + degreeDigits + #"}(?:\.\d+)?°[ \t]*(?:\d{1,2}(?:\.\d+)?['′][ \t]*)?(?:\d{1,2}(?:\.\d+)?(?:"|″|'')[ \t]*)?"#
+                + #"|\d{"# + degreeDigits + #"}\.\d{2,}°?[ \t]*)"#
+        }
+        return #"(?<![\w.])"# + angle("1,2") + #"[NS][ \t]*,?[ \t]*"# + angle("1,3") + #"[EW](?![\w])"#
+    }()
+
+    private static let octet = #"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"#
+    /// Not after "version"/"build": "version 10.2.1.4" is a version.
+    static let ipv4 = #"(?<![\w.])(?<!version )(?<!build )("# + octet + #")\.("# + octet + #")\.(?:"# + octet + #")\.(?:"# + octet + #")"#
+        + #"(?![\w]|\.\d)"#
+    /// Anything made of hex groups and colons; `ipv6Groups` decides.
+    static let ipv6Candidate = #"(?<![\w:.%])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?(?:%[\w.-]+)?(?![\w:])"#
+
+    static let phoneNANP = #"(?<![\w.+*-])(?:\+?1[-. ]?)?(?:\(\d{3}\)[-. ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w*]|[-.]\d)"#
+    static let phoneInternational = #"(?<![\w+*])\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,5}\)?){1,6}(?![\w*]|[.-]\d)"#
+
+    static let macAddress = #"(?<![\w:-])(?:[0-9a-f]{2}([:-]))(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}(?![\w:-])"#
+    static let fcmLabelledValue = #"[\w:-]{21,}"#
+    /// 12+ characters: the seed's own 8-hex `device_identifier` is not hashed again.
+    static let deviceValue = #"[0-9A-Za-z][0-9A-Za-z:_-]{11,}"#
+    static let cardLabelledValue = #"\d[\d -]{10,21}\d"#
+    static let cvvValue = #"\d{3,4}(?!\d)"#
+    static let bankValue = #"\d[\d -]{3,30}\d(?!\d)"#
+    static let gpsLabelledValue = #"[-+]?\d{1,3}\.\d{2,}"#
+    /// With a digit: "invoice list loaded" is not an invoice number.
+    static let invoiceIDValue = #"#?(?=[\w-]*\d)[\w-]{3,}"#
+    static let phoneLabelledValue = #"\+?[\d(][\d ().-]{5,}\d"#
+
+    /// A label starts a word ("reason:" is no "son:"), is not a path component, nor the redactor's "[TOKEN:".
+    static let labelStart = #"(?<![A-Za-z0-9/\[])"#
+
+    /// Any quoted string, JSON escapes included.
+    static let anyQuoted = (double: #"(?:[^"\\\n]|\\.)+"#, single: #"(?:[^'\\\n]|\\.)+"#)
+
+    /// Groups: 1 label, 2 separator, 3 double-quoted value, 4 single-quoted value, 5 bare value.
+    static func labelledPattern(labels: String, value: String, quoted: (double: String, single: String)? = nil,
+                                loose: Bool = false, after start: String = labelStart) -> String {
+        let separator = loose ? #"(["']?(?:[ \t]*[:=#][ \t]*|[ \t]+|[ \t]+is[ \t]+))"# : #"(["']?[ \t]*[:=][ \t]*)"#
+        let quoted = quoted ?? (double: value, single: value)
+        return start + #"((?:"# + labels + #"))"# + separator
+            + #"(?:"("# + quoted.double + #")"|'("# + quoted.single + #")'|("# + value + #"))"#
+    }
+
+    /// `label` `separator` `value`, where the value may also be quoted (JSON, shell). The label and separator
+    /// are kept; `render` gets the unquoted value and returns its replacement (nil: not sensitive after all).
+    /// A quoted value must match `quoted` (the unquoted `value` pattern when nil). `loose` also accepts a
+    /// plain space as separator ("UDID 0000…", "account number 1234…").
+    static func labelled(name: String, labels: String, value: String, quoted: (double: String, single: String)? = nil,
+                         loose: Bool = false, after start: String = labelStart,
+                         render: @escaping @Sendable (String) -> String?) -> Redactor.Rule {
+        let pattern = labelledPattern(labels: labels, value: value, quoted: quoted, loose: loose, after: start)
+        return Redactor.Rule(name: name, pattern: pattern) { match in
+            let label = match[1] ?? "", separator = match[2] ?? ""
+            for (group, quote) in [(3, "\""), (4, "'"), (5, "")] {
+                if let inner = match[group] {
+                    guard let out = render(inner) else { return nil }
+                    return "\(label)\(separator)\(quote)\(out)\(quote)"
+                }
+            }
+            return nil
+        }
+    }
+
+    // MARK: transforms and checks
+
+    /// Seed 000's token form: the first 4 characters, only when the value is long enough to keep them.
+    static func tokenMask(_ token: String) -> String {
+        token.count >= 12 ? "[TOKEN:\(token.prefix(4))...]" : "[TOKEN:...]"
+    }
+
+    /// Seed 000's FCM form: the first 20 characters and "...".
+    static func truncate20(_ token: String) -> String { "\(token.prefix(20))..." }
+
+    /// What the session-id rule writes: 12 lower-case hex characters.
+    static func isSessionHash(_ value: String) -> Bool {
+        value.utf8.count == 12 && value.allSatisfy { $0.isHexDigit && !$0.isUppercase }
+    }
+
+    static func sha256Prefix(_ value: String, _ length: Int) -> String {
+        String(SHA256.hex(Array(value.utf8)).prefix(length))
+    }
+
+    /// A 40-hex string is a GNU build id, a git commit or a SHA-1 in crash reports: not a secret.
+    static func isHashShaped(_ text: String) -> Bool {
+        text.utf8.count == 40 && text.allSatisfy(\.isHexDigit)
+    }
+
+    static func luhn(_ digits: [Int]) -> Bool {
+        var sum = 0
+        for (index, digit) in digits.reversed().enumerated() {
+            if index % 2 == 1 {
+                let doubled = digit * 2
+                sum += doubled > 9 ? doubled - 9 : doubled
+            } else {
+                sum += digit
+            }
+        }
+        return sum % 10 == 0
+    }
+
+    /// 13–19 digits with a card network's prefix (so epoch times and counters are not cards) and a valid Luhn digit.
+    static func isCardNumber(_ text: String) -> Bool {
+        let digits = text.compactMap(\.wholeNumberValue)
+        guard (13...19).contains(digits.count) else { return false }
+        let prefix4 = digits.prefix(4).reduce(0) { $0 * 10 + $1 }
+        let prefix2 = prefix4 / 100
+        let network: Bool
+        switch digits[0] {
+        case 2: network = (2221...2720).contains(prefix4)
+        case 3: network = [34, 37, 30, 36, 38, 35].contains(prefix2)
+        case 4: network = true
+        case 5: network = (51...55).contains(prefix2)
+        case 6: network = prefix4 == 6011 || [62, 64, 65].contains(prefix2)
+        default: network = false
+        }
+        return network && luhn(digits)
+    }
+
+    static func isValidIBAN(_ text: String) -> Bool {
+        let compact = text.filter { !$0.isWhitespace }.uppercased()
+        guard (15...34).contains(compact.count) else { return false }
+        let rearranged = compact.dropFirst(4) + compact.prefix(4)
+        var remainder = 0
+        for character in rearranged {
+            if let digit = character.wholeNumberValue, character.isASCII {
+                remainder = (remainder * 10 + digit) % 97
+            } else if let ascii = character.asciiValue, (65...90).contains(ascii) {
+                remainder = (remainder * 100 + Int(ascii) - 55) % 97
+            } else {
+                return false
+            }
+        }
+        return remainder == 1
+    }
+
+    /// The pattern may take an upper-case word after the IBAN: the longest valid prefix is redacted.
+    static func redactIBAN(_ text: String) -> String? {
+        var end = text.endIndex
+        while end > text.startIndex {
+            let candidate = text[..<end]
+            if isValidIBAN(String(candidate)) { return "[PAYMENT_REDACTED]" + text[end...] }
+            guard let space = candidate.lastIndex(of: " ") else { break }
+            end = space
+        }
+        return nil
+    }
+
+    static func isCoordinatePair(_ latitude: String, _ longitude: String) -> Bool {
+        guard let lat = Double(latitude), let lon = Double(longitude) else { return false }
+        // Two fractions ("scale 0.1250, 0.8750") are ratios, not a place (that one is at sea off Africa).
+        return abs(lat) <= 90 && abs(lon) <= 180 && max(abs(lat), abs(lon)) >= 1
+    }
+
+    /// The eight groups of an IPv6 address, or nil. Beyond the syntax, at least three groups must be
+    /// written, so C++ "Abc::Def" and "::1" are not addresses.
+    static func ipv6Groups(_ text: String) -> [String]? {
+        var address = Substring(text)
+        if let percent = address.firstIndex(of: "%") { address = address[..<percent] }
+        var tail: [String] = []
+        if address.contains("."), let colon = address.lastIndex(of: ":") {
+            let octets = address[address.index(after: colon)...].split(separator: ".").compactMap { UInt8($0) }
+            guard octets.count == 4 else { return nil }
+            tail = [String(format: "%x", Int(octets[0]) << 8 | Int(octets[1])), String(format: "%x", Int(octets[2]) << 8 | Int(octets[3]))]
+            address = address[...colon]
+            if address.hasSuffix(":") && !address.hasSuffix("::") { address = address.dropLast() }
+        }
+        let halves = address.components(separatedBy: "::")
+        guard halves.count <= 2 else { return nil }
+        func groups(_ part: String) -> [String]? {
+            if part.isEmpty { return [] }
+            let pieces = part.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            return pieces.allSatisfy({ (1...4).contains($0.count) && $0.allSatisfy(\.isHexDigit) }) ? pieces : nil
+        }
+        guard let head = groups(halves[0]) else { return nil }
+        if halves.count == 1 {
+            let all = head + tail
+            return all.count == 8 ? all : nil
+        }
+        guard let rest = groups(halves[1]) else { return nil }
+        let written = head + rest + tail
+        guard written.count <= 7, written.count >= 3 else { return nil }
+        return head + Array(repeating: "0", count: 8 - written.count) + rest + tail
+    }
+
+    static func maskIPv6(_ text: String) -> String? {
+        guard let groups = ipv6Groups(text) else { return nil }
+        return "\(groups[0]):\(groups[1]):x:x"
+    }
+
+    /// Seed 000's partial mask: the country code and area code stay, every other digit becomes "*".
+    /// `+1-555-123-4567` → `+1-555-***-****`, `(555) 123-4567` → `(555) ***-****`.
+    static func maskPhone(_ text: String) -> String? {
+        let digitCount = text.filter(\.isASCII).filter(\.isNumber).count
+        guard (7...15).contains(digitCount) else { return nil }
+        let international = text.hasPrefix("+")
+        var runs: [Int] = []   // lengths of the digit runs
+        var inRun = false
+        for character in text {
+            if character.isASCII && character.isNumber {
+                if inRun { runs[runs.count - 1] += 1 } else { runs.append(1) }
+                inRun = true
+            } else {
+                inRun = false
+            }
+        }
+        // "1-800-…" without "+" still has a country code in front.
+        let groupsToKeep = international || (runs.first == 1 && runs.count > 2) ? 2 : 1
+        var keep = 0
+        for run in runs.prefix(groupsToKeep) {
+            guard keep + run <= 6 else { break }
+            keep += run
+        }
+        // One long run ("+4915112345678"), or too little left to mask: keep three digits only.
+        if keep == 0 || digitCount - keep < 4 { keep = 3 }
+        var seen = 0
+        return String(text.map { character -> Character in
+            guard character.isASCII && character.isNumber else { return character }
+            seen += 1
+            return seen <= keep ? character : "*"
+        })
     }
 }

@@ -1,0 +1,208 @@
+// Looks for personal data that redaction should have removed but did not: a check to run on a payload
+// before upload, and the oracle of the redaction tests. It knows the redactor's output forms, and the
+// machine text of crash reports (addresses, build ids, symbols, timestamps), and flags neither.
+import Foundation
+
+public struct RedactionVerifier: Sendable {
+    public struct Finding: Sendable, Hashable, CustomStringConvertible {
+        /// The check that fired (the redactor's rule names: "email", "card", "phone", …).
+        public let rule: String
+        /// A few characters around the finding, with the finding itself (and any other) masked.
+        public let excerpt: String
+        /// Where in a JSON document, as in `logs[3].message`; nil for plain text.
+        public let path: String?
+
+        public var description: String { "\(rule)\(path.map { " at \($0)" } ?? ""): \(excerpt)" }
+    }
+
+    private struct Check: Sendable {
+        let name: String
+        let expression: NSRegularExpression
+        /// Whether a match really is unredacted data; gets the groups and the text just after the match.
+        let accept: (@Sendable (_ groups: [String?], _ following: String) -> Bool)?
+    }
+
+    private let checks: [Check]
+
+    /// `knownNames`: the names the redactor was given (`Redactor.knownNames`), flagged wherever they appear.
+    public init(knownNames: [String] = []) {
+        var checks = Self.defaultChecks
+        if let pattern = PIIPatterns.knownNames(knownNames) {
+            checks += Self.compile([("known-names", pattern, nil)])
+        }
+        self.checks = checks
+    }
+
+    public func findings(in text: String) -> [Finding] {
+        findings(in: text, path: nil)
+    }
+
+    /// Every string value of a JSON document, except under the keys in `skippingKeys` (machine fields
+    /// such as `build_id` or `address`), at any depth. Data that is not JSON is checked as text.
+    public func findings(inJSON data: Data, skippingKeys: Set<String>) -> [Finding] {
+        guard let root = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            return findings(in: String(decoding: data, as: UTF8.self), path: nil)
+        }
+        var found: [Finding] = []
+        walk(root, path: "", key: nil, skipping: skippingKeys, into: &found)
+        return found
+    }
+
+    private func walk(_ value: Any, path: String, key: String?, skipping: Set<String>, into found: inout [Finding]) {
+        switch value {
+        case let object as [String: Any]:
+            for (childKey, child) in object.sorted(by: { $0.key < $1.key }) where !skipping.contains(childKey) {
+                walk(child, path: path.isEmpty ? childKey : "\(path).\(childKey)", key: childKey, skipping: skipping, into: &found)
+            }
+        case let array as [Any]:
+            for (index, child) in array.enumerated() {
+                walk(child, path: "\(path)[\(index)]", key: key, skipping: skipping, into: &found)
+            }
+        case let string as String:
+            found += findings(in: string, path: path.isEmpty ? "$" : path)
+        case let number as NSNumber:
+            // A coordinate stored as a number: {"lat": 37.7749}.
+            if let key, key.range(of: #"^(?:lat(?:itude)?|lng|lon(?:g|gitude)?)$"#, options: [.regularExpression, .caseInsensitive]) != nil,
+               number.doubleValue.rounded() != number.doubleValue {   // decimals: not a flag or a count
+                found.append(Finding(rule: "gps-labelled", excerpt: "\(key): ‹gps-labelled›", path: path))
+            }
+        default:
+            break
+        }
+    }
+
+    private func findings(in text: String, path: String?) -> [Finding] {
+        guard !text.isEmpty else { return [] }
+        let ns = text as NSString
+        var hits: [(rule: String, range: NSRange)] = []
+        for check in checks {
+            for match in check.expression.matches(in: text, options: [], range: NSRange(location: 0, length: ns.length)) {
+                if let accept = check.accept {
+                    let groups = (0..<match.numberOfRanges).map { index -> String? in
+                        let range = match.range(at: index)
+                        return range.location == NSNotFound ? nil : ns.substring(with: range)
+                    }
+                    let end = NSMaxRange(match.range)
+                    let following = ns.substring(with: NSRange(location: end, length: min(3, ns.length - end)))
+                    guard accept(groups, following) else { continue }
+                }
+                hits.append((check.name, match.range))
+            }
+        }
+        // Sorted once; an excerpt looks only at the hits near its own (payloads can hold thousands).
+        let sorted = hits.sorted { $0.range.location < $1.range.location }
+        let longest = sorted.map(\.range.length).max() ?? 0
+        return sorted.indices.map { index in
+            Finding(rule: sorted[index].rule, excerpt: Self.excerpt(ns, around: index, of: sorted, longest: longest), path: path)
+        }
+    }
+
+    /// Up to 16 characters either side, every finding replaced by ‹rule› so that no raw value is quoted.
+    private static func excerpt(_ text: NSString, around index: Int, of hits: [(rule: String, range: NSRange)], longest: Int) -> String {
+        let range = hits[index].range
+        let start = text.rangeOfComposedCharacterSequence(at: max(0, range.location - 16)).location
+        let endIndex = min(text.length, NSMaxRange(range) + 16)
+        let end = endIndex == text.length ? endIndex : NSMaxRange(text.rangeOfComposedCharacterSequence(at: endIndex - 1))
+        // Hits are sorted by start; one that starts before the excerpt can reach into it by at most `longest`.
+        var first = index
+        while first > 0, hits[first - 1].range.location >= start - longest { first -= 1 }
+        var out = start > 0 ? "…" : ""
+        var cursor = start
+        for hit in hits[first...].prefix(while: { $0.range.location < end })
+        where NSMaxRange(hit.range) > start && NSMaxRange(hit.range) > cursor {
+            if hit.range.location > cursor {
+                out += text.substring(with: NSRange(location: cursor, length: hit.range.location - cursor))
+            }
+            out += "‹\(hit.rule)›"
+            cursor = NSMaxRange(hit.range)
+        }
+        if cursor < end { out += text.substring(with: NSRange(location: cursor, length: end - cursor)) }
+        if end < text.length { out += "…" }
+        return out.replacingOccurrences(of: "\n", with: " ")
+    }
+
+    // MARK: checks
+
+    private typealias P = PIIPatterns
+
+    /// The redactor's masked forms: "[REDACTED]", "[TOKEN:abcd...]", "***", "<redacted>".
+    private static func isMasked(_ value: String) -> Bool {
+        (value.hasPrefix("[") && value.hasSuffix("]")) || (value.hasPrefix("<") && value.hasSuffix(">"))
+            || (!value.isEmpty && value.allSatisfy { $0 == "*" || $0 == "x" || $0 == "X" })
+    }
+
+    private static func labelledValue(_ groups: [String?]) -> String {
+        (groups.count > 5 ? groups[3] ?? groups[4] ?? groups[5] : nil) ?? ""
+    }
+
+    /// A labelled value that is neither one of the redactor's forms nor a truncation ("abcd…" + "...").
+    private static let unredactedValue: @Sendable ([String?], String) -> Bool = { groups, following in
+        let value = labelledValue(groups)
+        // A 12-hex value is the session-id rule's hash, which "session_token" also labels.
+        return !isMasked(value) && !P.isSessionHash(value) && !following.hasPrefix("...")
+    }
+
+    private static func compile(_ list: [(String, String, (@Sendable ([String?], String) -> Bool)?)]) -> [Check] {
+        list.compactMap { name, pattern, accept in
+            guard let expression = try? NSRegularExpression(pattern: pattern, options: [.caseInsensitive]) else {
+                assertionFailure("verifier pattern \(name) does not compile")
+                return nil
+            }
+            return Check(name: name, expression: expression, accept: accept)
+        }
+    }
+
+    private static let defaultChecks: [Check] = compile([
+        ("email", P.email, nil),
+        ("url-credentials", P.urlCredentials, { groups, _ in groups[3] != "[REDACTED]" }),
+        ("password", P.labelledPattern(labels: P.passwordLabels, value: P.passwordValue, quoted: P.anyQuoted, after: P.keywordStart),
+         unredactedValue),
+        ("bearer", #"\bBearer\s+[\w~+/-][\w.~+/=-]{7,}"#, nil),
+        ("authorization", #"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}"#, nil),
+        ("jwt", P.jwt, nil),
+        ("api-key", P.apiKeyPrefixes, nil),
+        ("token", P.labelledPattern(labels: P.tokenLabels, value: P.tokenValue, after: P.keywordStart), unredactedValue),
+        // Pure hex is left out: build ids, commits and digests are hex, and are not secrets.
+        ("long-token", P.longToken, { groups, _ in !(groups[0] ?? "").allSatisfy(\.isHexDigit) }),
+        ("fcm-token", P.fcm, nil),
+        ("fcm-token-labelled", P.labelledPattern(labels: P.fcmLabels, value: P.fcmLabelledValue), unredactedValue),
+        ("session-id", P.labelledPattern(labels: P.sessionLabels, value: P.sessionValue, loose: true), unredactedValue),
+        ("device-id", P.labelledPattern(labels: P.deviceLabels, value: P.deviceValue, loose: true), unredactedValue),
+        ("udid", P.newUDID, nil),
+        ("mac-address", P.macAddress, nil),
+
+        ("card", P.card, { groups, _ in P.isCardNumber(groups[0] ?? "") }),
+        ("iban", P.iban, { groups, _ in P.redactIBAN(groups[0] ?? "") != nil }),
+        ("card-labelled", P.labelledPattern(labels: P.cardLabels, value: P.cardLabelledValue, loose: true), nil),
+        ("cvv", P.labelledPattern(labels: P.cvvLabels, value: P.cvvValue, loose: true), nil),
+        ("card-expiry", P.labelledPattern(labels: P.expiryLabels, value: P.expiryValue, loose: true), nil),
+        ("bank-account", P.labelledPattern(labels: P.bankLabels, value: P.bankValue, loose: true), nil),
+        ("iban-labelled", P.labelledPattern(labels: P.ibanLabels, value: P.ibanLabelledValue, loose: true), nil),
+
+        ("gps-pair", P.gpsPair, { groups, _ in P.isCoordinatePair(groups[1] ?? "", groups[2] ?? "") }),
+        ("gps-hemisphere", P.gpsHemisphere, nil),
+        ("gps-labelled", P.labelledPattern(labels: P.gpsLabels, value: P.gpsLabelledValue), nil),
+
+        ("invoice", P.invoice, nil),
+        ("invoice-id", P.labelledPattern(labels: P.invoiceLabels, value: P.invoiceIDValue, loose: true), unredactedValue),
+
+        ("ipv6", P.ipv6Candidate, { groups, _ in P.ipv6Groups(groups[0] ?? "") != nil }),
+        ("ipv4", P.ipv4, nil),
+
+        ("phone-labelled", P.labelledPattern(labels: P.phoneLabels, value: P.phoneLabelledValue, loose: true),
+         { groups, _ in P.maskPhone(labelledValue(groups)) != nil }),
+        ("phone", P.phoneNANP, nil),
+        ("phone-international", P.phoneInternational, { groups, _ in P.maskPhone(groups[0] ?? "") != nil }),
+
+        ("child-name", P.labelledPattern(labels: P.childLabels, value: P.personNames, quoted: P.quotedName), nil),
+        ("child-name-field", P.labelledPattern(labels: P.named(P.childLabels), value: P.nameFieldValue), unredactedValue),
+        ("parent-name", P.labelledPattern(labels: P.parentLabels, value: P.personNames, quoted: P.quotedName), nil),
+        ("parent-name-field", P.labelledPattern(labels: P.named(P.parentLabels), value: P.nameFieldValue), unredactedValue),
+        ("teacher-name", P.labelledPattern(labels: P.teacherLabels, value: P.personNames, quoted: P.quotedName), nil),
+        ("teacher-name-field", P.labelledPattern(labels: P.named(P.teacherLabels), value: P.nameFieldValue), unredactedValue),
+        ("honorific-name", P.honorificName, nil),
+
+        ("room-labelled", P.labelledPattern(labels: P.roomLabels, value: P.roomValue), nil),
+        ("room", P.room, nil),
+    ])
+}

@@ -1,0 +1,167 @@
+// Redaction against seed 000's mandatory table, with the PII corpus as data and RedactionVerifier as
+// the oracle: every secret gone, the verifier silent on redacted text and not on raw text, crash-report
+// text untouched and unflagged; plus the seed's own examples and the configuration API.
+import Foundation
+import Testing
+@testable import CrashReporting
+
+struct RedactionTests {
+    struct Sample: Decodable, Sendable, CustomTestStringConvertible {
+        let type: String
+        let text: String
+        let secrets: [String]?
+        var testDescription: String { "[\(type)] \(text.prefix(70))" }
+    }
+
+    private struct Corpus: Decodable {
+        let samples: [Sample]
+    }
+
+    static func loadCorpus() throws -> [Sample] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("PIICorpus/pii-corpus.json")
+        return try JSONDecoder().decode(Corpus.self, from: Data(contentsOf: url)).samples
+    }
+
+    // Empty when the corpus does not load: `corpusShape` then fails and says why.
+    static let corpus = (try? loadCorpus()) ?? []
+    static let positives = corpus.filter { $0.type != "benign" }
+    static let benign = corpus.filter { $0.type == "benign" }
+
+    /// The data types of seed 000's mandatory redaction table.
+    static let tableTypes = ["email", "password", "api_token", "phone", "device_id", "ip_address", "child_name", "parent_name",
+                             "teacher_name", "room", "gps", "fcm_token", "session_id", "invoice_number", "payment"]
+
+    @Test("the corpus covers every data type of the table, 12 samples or more each")
+    func corpusShape() throws {
+        let samples = try Self.loadCorpus()
+        let positives = samples.filter { $0.type != "benign" }
+        #expect(positives.count >= 220)
+        #expect(samples.count(where: { $0.type == "benign" }) >= 40)
+        for type in Self.tableTypes {
+            #expect(positives.count(where: { $0.type == type }) >= 12, "\(type)")
+        }
+        #expect(Set(positives.map(\.type)).isSubset(of: Set(Self.tableTypes)))
+        #expect(positives.allSatisfy { !($0.secrets ?? []).isEmpty })
+    }
+
+    @Test("every secret is gone, and the verifier finds nothing left", arguments: positives)
+    func redacted(_ sample: Sample) {
+        let redacted = Redactor.seed000.redact(sample.text)
+        for secret in sample.secrets ?? [] {
+            #expect(!redacted.contains(secret), "\(secret) left in \(redacted)")
+        }
+        #expect(RedactionVerifier().findings(in: redacted).isEmpty, "\(redacted)")
+        // Redacting twice changes nothing: the outputs are not themselves taken for data.
+        #expect(Redactor.seed000.redact(redacted) == redacted)
+    }
+
+    @Test("the verifier flags every raw sample", arguments: positives)
+    func flagged(_ sample: Sample) {
+        let findings = RedactionVerifier().findings(in: sample.text)
+        #expect(!findings.isEmpty)
+        // Excerpts mask what they point at: no secret is quoted back.
+        for finding in findings {
+            for secret in sample.secrets ?? [] where secret.count >= 6 {
+                #expect(!finding.excerpt.contains(secret), "\(finding)")
+            }
+        }
+    }
+
+    @Test("crash-report text comes through unchanged and unflagged", arguments: benign)
+    func benignText(_ sample: Sample) {
+        #expect(Redactor.seed000.redact(sample.text) == sample.text)
+        #expect(RedactionVerifier().findings(in: sample.text).isEmpty)
+    }
+
+    @Test("seed 000's examples", arguments: [
+        ("user@example.com", "[EMAIL_REDACTED]"),
+        ("password=secret", "password=[REDACTED]"),
+        ("Bearer abc123xyz456", "Bearer [TOKEN:abc1...]"),
+        ("+1-555-123-4567", "+1-555-***-****"),
+        ("192.168.1.100", "192.168.x.x"),
+        ("INV-2024-001234", "INV-2024-[REDACTED]"),
+        ("child: Tommy Smith", "child: [CHILD_REDACTED]"),
+        ("parent: Jane Doe", "parent: [PARENT_REDACTED]"),
+        ("Ms. Johnson", "[TEACHER_REDACTED]"),
+        ("Room 101", "[ROOM_REDACTED]"),
+        ("at 37.7749, -122.4194", "at [LOCATION_REDACTED]"),
+        ("card 4111 1111 1111 1111", "card [PAYMENT_REDACTED]"),
+        ("IBAN DE89370400440532013000", "IBAN [PAYMENT_REDACTED]"),
+        ("peer 2001:db8:85a3::8a2e:370:7334", "peer 2001:db8:x:x"),
+        ("(555) 123-4567", "(555) ***-****"),
+        ("+44 20 7946 0958", "+44 20 **** ****"),
+        ("{\"password\": \"hunter 2\"}", "{\"password\": \"[REDACTED]\"}"),
+    ])
+    func seedExamples(_ input: String, _ expected: String) {
+        #expect(Redactor.seed000.redact(input) == expected)
+    }
+
+    @Test("seed 000's URL example")
+    func seedURL() throws {
+        let url = try #require(URL(string: "https://api.laya.app/v1/children/12345/daily-feed?date=2026-02-16"))
+        #expect(Redactor.seed000.redactURL(url) == "https://api.laya.app/v1/children/[ID]/daily-feed?date=[REDACTED]")
+    }
+
+    @Test("device ids, session ids and FCM tokens: SHA-256 prefixes and the first 20 characters")
+    func hashesAndTruncation() {
+        func sha(_ value: String, _ length: Int) -> String { String(SHA256.hex(Array(value.utf8)).prefix(length)) }
+        let udid = "2b6f0cc904d137be2e1730235f5664094b831186"
+        #expect(Redactor.seed000.redact("udid=\(udid)") == "udid=\(sha(udid, 8))")
+        #expect(Redactor.seed000.redact("session_id=abc123def456ghi") == "session_id=\(sha("abc123def456ghi", 12))")
+        #expect(Redactor.seed000.redact("JSESSIONID=1A2B3C4D5E6F7G8H9I0J; Path=/") == "JSESSIONID=\(sha("1A2B3C4D5E6F7G8H9I0J", 12)); Path=/")
+        let fcm = "dXk3Rfl0QkSaBcDeFgHiJk:APA91bHqLmNoPqRsTuVwXyZ0123456789abcdefghij"
+        #expect(Redactor.seed000.redact("push \(fcm)") == "push \(fcm.prefix(20))...")
+    }
+
+    @Test("a digit run is a card only when its Luhn digit is right")
+    func luhn() {
+        #expect(Redactor.seed000.redact("ref 4111 1111 1111 1111") == "ref [PAYMENT_REDACTED]")
+        #expect(Redactor.seed000.redact("ref 4111 1111 1111 1112") == "ref 4111 1111 1111 1112")
+        #expect(PIIPatterns.isCardNumber("378282246310005"))
+        #expect(!PIIPatterns.isCardNumber("1795294014670896"))   // no card network starts with 1
+    }
+
+    @Test("callers can use their own rules, add rules to the defaults, and add known names")
+    func configuration() {
+        let order = Redactor.Rule(name: "order", pattern: #"ORD-\d+"#, template: "ORD-[X]")
+        #expect(Redactor(rules: [order]).redact("ORD-123 a@b.com") == "ORD-[X] a@b.com")
+        #expect(Redactor.seed000.adding([order]).redact("ORD-123 a@b.com") == "ORD-[X] [EMAIL_REDACTED]")
+
+        let upper = Redactor.Rule(name: "upper", pattern: "secretword") { $0.text.uppercased() }
+        #expect(Redactor(rules: [upper]).redact("a secretword b") == "a SECRETWORD b")
+        let skip = Redactor.Rule(name: "never", pattern: #"\d+"#) { _ in nil }
+        #expect(Redactor(rules: [skip]).redact("42") == "42")
+
+        let named = Redactor.seed000.addingKnownNames(["Tommy Smith", "Bea"])
+        #expect(named.redact("Tommy Smith and bea waved; child: Tommy Smith; tommy_smith; Beatrice")
+            == "[NAME_REDACTED] and [NAME_REDACTED] waved; child: [CHILD_REDACTED]; [NAME_REDACTED]; Beatrice")
+        #expect(named.knownNames == ["Tommy Smith", "Bea"])
+        #expect(RedactionVerifier(knownNames: named.knownNames).findings(in: "hi Bea").map(\.rule) == ["known-names"])
+
+        #expect(Redactor(rules: [Redactor.Rule(name: "broken", pattern: "(", template: "")]).rejectedRuleNames == ["broken"])
+        #expect(Redactor.seed000.rejectedRuleNames.isEmpty)
+        let _: any Sendable = Redactor.seed000
+    }
+
+    @Test("findings name the rule and mask the value")
+    func findingExcerpts() {
+        let findings = RedactionVerifier().findings(in: "mail jane.doe@example.com card 4111 1111 1111 1111")
+        #expect(findings.map(\.rule) == ["email", "card"])
+        #expect(findings.allSatisfy { !$0.excerpt.contains("jane.doe") && !$0.excerpt.contains("1111") })
+        #expect(findings.first?.excerpt.contains("‹email›") == true)
+    }
+
+    @Test("JSON documents: every string value, except under machine keys")
+    func json() {
+        let document = #"""
+            {"build_id": "350cb8a2705d3b8b4cd5afdf249df29b8da6e517", "lat": 37.7749, "count": 3, "ok": true,
+             "logs": [{"message": "hi jane@x.com", "address": "10.0.0.1", "tag": "feed"}],
+             "frames": [{"address": "0x00005555555551a9", "symbol": "$s12CrashFixture6level3yyF"}]}
+            """#
+        let findings = RedactionVerifier().findings(inJSON: Data(document.utf8), skippingKeys: ["build_id", "address"])
+        #expect(findings.map(\.rule) == ["gps-labelled", "email"])
+        #expect(findings.map(\.path) == ["lat", "logs[0].message"])
+        let withoutSkipping = RedactionVerifier().findings(inJSON: Data(document.utf8), skippingKeys: [])
+        #expect(withoutSkipping.contains { $0.rule == "ipv4" && $0.path == "logs[0].address" })
+    }
+}
