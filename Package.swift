@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // swift-crash-reporting: crash capture for Swift programs on Linux.
-// The runtime depends on Foundation and the system's libunwind (loaded with dlopen) only;
-// symbolication uses libdw; crashtool adds swift-argument-parser.
+// The runtime depends on Foundation (with FoundationNetworking for uploads), the system's
+// libunwind (loaded with dlopen), libdw (symbolication before upload) and zlib (gzip);
+// crashtool adds swift-argument-parser.
 import PackageDescription
 
 let package = Package(
@@ -28,7 +29,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
         .target(name: "CrashReportModel"),
-        .target(name: "CrashReporting", dependencies: ["CCrashCapture", "CrashReportModel"]),
+        .target(name: "CrashReporting", dependencies: ["CCrashCapture", "CrashReportModel", "CrashSymbolication", "CZlib"]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // swift-log integration, a separate product so that apps without swift-log don't pull it.
         .target(
             name: "CrashReportingLogging",
@@ -71,7 +73,8 @@ let package = Package(
         .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture"]),
         .testTarget(
             name: "CrashReportingTests",
-            dependencies: ["CrashReporting", "CrashReportingLogging", "CrashReportModel", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CrashReporting", "CrashReportingLogging", "CrashReportModel", .product(name: "Logging", package: "swift-log")],
+            exclude: ["PIICorpus"]
         ),
         .testTarget(
             name: "CrashSymbolicationTests",
@@ -80,7 +83,7 @@ let package = Package(
     ]
 )
 
-let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport", "CLibdw"]
+let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport", "CLibdw", "CZlib"]
 for target in package.targets where !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -118,7 +118,7 @@ func segvHandlerAddress() -> Int {
 }
 
 func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
-    let configuration = CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory)
+    let configuration = fixtureConfiguration(reportsDirectory)
     switch mode {
     case .startErrors:
         let unusable = CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: "/etc/hostname/crashes")

@@ -152,8 +152,11 @@ let arguments = CommandLine.arguments
 if arguments.count == 3, let mode = LifecycleMode(rawValue: arguments[1]) {
     runLifecycle(mode, reportsDirectory: arguments[2])
 }
+if arguments.count == 3, let mode = UploadMode(rawValue: arguments[1]) {
+    runUploadMode(mode, reportsDirectory: arguments[2])
+}
 guard arguments.count == 3, let fixture = Fixture(rawValue: arguments[1]) else {
-    let names = (Fixture.allCases.map(\.rawValue) + LifecycleMode.allCases.map(\.rawValue)).joined(separator: "\n  ")
+    let names = (Fixture.allCases.map(\.rawValue) + LifecycleMode.allCases.map(\.rawValue) + UploadMode.allCases.map(\.rawValue)).joined(separator: "\n  ")
     FileHandle.standardError.write(Data("usage: CrashFixture <fixture> <reports-directory>\nfixtures:\n  \(names)\n".utf8))
     exit(2)
 }
@@ -165,7 +168,7 @@ if fixture == .previousHandlerChained {
 
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
     do {
-        try CrashReporter.start(.init(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory, appVersion: "1.0.0"))
+        try CrashReporter.start(fixtureConfiguration(reportsDirectory))
     } catch {
         FileHandle.standardError.write(Data("CrashReporter.start failed: \(error)\n".utf8))
         exit(4)

@@ -24,9 +24,12 @@ public enum CrashReporter {
         public var buildNumber: String
         /// "development", "staging" or "production" (seed 000 environment).
         public var environment: String
+        /// Delivery: endpoint, token, retries, store bounds, triggers, redaction.
+        public var upload: Upload
 
         public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
-                    appName: String? = nil, buildNumber: String = "", environment: String = "production") {
+                    appName: String? = nil, buildNumber: String = "", environment: String = "production",
+                    upload: Upload = Upload()) {
             self.appID = appID
             self.reportsDirectory = reportsDirectory
             self.appVersion = appVersion
@@ -34,6 +37,7 @@ public enum CrashReporter {
             self.appName = appName ?? fileName(of: CommandLine.arguments.first ?? appID)
             self.buildNumber = buildNumber
             self.environment = environment
+            self.upload = upload
         }
     }
 
@@ -57,7 +61,18 @@ public enum CrashReporter {
         var recovery: BackgroundWork?
         var context: ReportingContext?
         var configuration: Configuration?
+        var uploader: Uploader?
+        var directory: ReportsDirectory?
+        var previousLaunch = LaunchFile.Previous()
     }
+
+    /// This library's version, sent with every payload.
+    public static let version = "0.5.0"
+
+    static func uploader() -> Uploader? { state.withLock { $0.uploader } }
+    static func reportsDirectoryValue() -> ReportsDirectory? { state.withLock { $0.directory } }
+    static func launchInfo() -> LaunchFile.Previous { state.withLock { $0.previousLaunch } }
+    static func breadcrumbMark() -> UInt64 { ccr_breadcrumb_total() }
 
     /// What reports written outside the signal handler (non-fatal errors) need.
     struct ReportingContext: Sendable {
@@ -65,6 +80,7 @@ public enum CrashReporter {
         var appVersion: String
         var newFolder: String
         var pendingFolder: String
+        var sessionID: String
         var sessionPath: String?
     }
 
@@ -76,7 +92,7 @@ public enum CrashReporter {
     /// thread (that thread and every thread created afterwards get an alternate signal stack).
     /// Throws `StartError` for a second call, an unusable reports directory or a failed install.
     public static func start(_ configuration: Configuration) throws {
-        try state.withLock { state in
+        let crashedOnLaunch = try state.withLock { state -> Uploader? in
             guard !state.started else {
                 throw StartError(kind: .alreadyStarted, message: "CrashReporter.start was already called in this process")
             }
@@ -92,12 +108,26 @@ public enum CrashReporter {
             let sessionPath = openSession(configuration, directory: directory, sessionID: recordID)
             state.context = ReportingContext(appID: configuration.appID, appVersion: configuration.appVersion,
                                              newFolder: directory.newFolder, pendingFolder: directory.pendingFolder,
-                                             sessionPath: sessionPath)
-            state.recovery = startRecovery(SessionRecovery(directory: directory, currentSessionID: recordID))
+                                             sessionID: recordID, sessionPath: sessionPath)
+            state.previousLaunch = LaunchFile.begin(directory, sessionID: recordID)
+            let app = AppMetadata(app_name: configuration.appName, app_version: configuration.appVersion,
+                                  build_number: configuration.buildNumber, bundle_id: configuration.appID,
+                                  environment: configuration.environment)
+            let uploader = Uploader(directory: directory, settings: configuration.upload, app: app, sessionID: recordID)
+            let recovery = SessionRecovery(directory: directory, currentSessionID: recordID)
+            state.recovery = BackgroundWork { uploader.run(recovery: recovery) }
+            state.uploader = uploader
+            state.directory = directory
             state.started = true
             state.configuration = configuration
             state.reportsDirectory = directory.path
             state.recordID = recordID
+            return state.previousLaunch.crashedOnLaunch && configuration.upload.isEnabled ? uploader : nil
+        }
+        // The last run crashed within seconds of starting: it may crash again before the
+        // background upload gets anywhere, so this launch waits for it, a bounded time.
+        if let uploader = crashedOnLaunch {
+            _ = uploader.waitForPass(after: 1, timeout: configuration.upload.crashOnLaunchWait)
         }
     }
 
@@ -143,13 +173,13 @@ public enum CrashReporter {
     /// True once `start` has succeeded.
     public static var isStarted: Bool { state.withLock { $0.started } }
 
-    /// Waits until the work `start` began in the background is done (attaching the previous
-    /// session's breadcrumbs to its crash record, reporting abnormal terminations), at most
-    /// `timeout`. Returns false on time-out. For short-lived programs and tests.
+    /// Waits until the background work asked for so far is done (attaching the previous
+    /// session's breadcrumbs to its crash record, reporting abnormal terminations, upload
+    /// passes), at most `timeout`. Returns false on time-out. For short-lived programs and tests.
     @discardableResult
     public static func waitForBackgroundWork(timeout: Duration = .seconds(5)) -> Bool {
-        guard let work = state.withLock({ $0.recovery }) else { return true }
-        return work.wait(timeout: timeout)
+        guard let uploader = uploader() else { return true }
+        return uploader.waitForRequestedPasses(timeout: timeout)
     }
 
     /// The session file carries breadcrumbs, keys and the user id. Without one (say, the disk is
@@ -163,10 +193,6 @@ public enum CrashReporter {
             return nil
         }
         return path
-    }
-
-    private static func startRecovery(_ recovery: SessionRecovery) -> BackgroundWork {
-        BackgroundWork { recovery.run() }
     }
 
     /// Crashes the process on purpose, to check that reports arrive — in debug builds only.

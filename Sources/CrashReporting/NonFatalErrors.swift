@@ -225,37 +225,14 @@ extension CrashReporter {
         let qualified = domain.contains(".") ? domain : context.appID + "." + domain
         log("\(qualified) \(code): \(message)", level: .error, tag: "error")
 
-        var id = [CChar](repeating: 0, count: 37)
-        ccr_make_record_id(&id)
-        let recordID = String(decoding: id.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let info = try encoder.encode(Dictionary(uniqueKeysWithValues: userInfo.map { ($0.key.rawValue, $0.value) }))
         let chain = try encoder.encode(underlying)
-        let header = recordHeader(id: recordID, appID: context.appID, appVersion: context.appVersion, pid: getpid(),
-                                  timestampNanoseconds: wallClockNanoseconds())
         // user_info last: readers keep it as raw JSON text.
         let errorLine = #"{"type":"error","domain":\#(quoted(qualified)),"code":\#(code),"message":\#(quoted(message)),"underlying":\#(String(decoding: chain, as: UTF8.self)),"user_info":\#(String(decoding: info, as: UTF8.self))}"#
-
-        let temporary = context.newFolder + "/" + recordID + ".nonfatal"
-        let final = context.pendingFolder + "/" + recordID + ".crash"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        var ok = writeAll(fd, header + "\n" + errorLine + "\n")
-        ok = ok && ccr_write_current_stack(fd, 2) == 0
-        if ok, let session = context.sessionPath {
-            ok = ccr_session_export(session, fd) == 0
-            if ok, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
-                ok = writeAll(fd, #"{"type":"custom_data","data":"# + data + "}\n")
-            }
-        }
-        ok = ok && writeAll(fd, #"{"type":"end"}"# + "\n")
-        close(fd)
-        guard ok, rename(temporary, final) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw ReportingError.storageFailed("cannot write \(final): \(reason)")
-        }
+        let (recordID, final) = try writeContextRecord(context, lines: [errorLine], includeStack: true)
+        noteErrorForBurstTrigger()
         return NonFatalReceipt(recordID: recordID, path: final)
     }
 

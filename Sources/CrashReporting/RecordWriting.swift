@@ -1,5 +1,6 @@
 // Writing records outside the signal handler (non-fatal reports, next-launch rewrites, snapshots):
 // the header line and a write that does not give up on short writes, in one place.
+import CCrashCapture
 import Foundation
 import Glibc
 
@@ -15,6 +16,39 @@ extension CrashReporter {
     static func recordHeader(id: String, appID: String = "", appVersion: String = "", pid: Int32 = 0,
                              timestampNanoseconds: UInt64 = 0) -> String {
         #"{"format":"swift-crash-reporting.crash-record","version":1,"id":\#(quoted(id)),"app_id":\#(quoted(appID)),"app_version":\#(quoted(appVersion)),"pid":\#(pid),"timestamp_ns":\#(timestampNanoseconds),"arch":"\#(architecture)"}"#
+    }
+
+    /// A record written by the app rather than the handler (a non-fatal error, a diagnostics
+    /// snapshot): header, `lines`, optionally the calling thread's stack, then the session's
+    /// breadcrumbs, keys, user and custom data. Written in new/ and renamed into pending/ whole.
+    @inline(never)   // the stack skip count below assumes this frame exists
+    static func writeContextRecord(_ context: ReportingContext, lines: [String], includeStack: Bool) throws -> (id: String, path: String) {
+        var id = [CChar](repeating: 0, count: 37)
+        ccr_make_record_id(&id)
+        let recordID = String(decoding: id.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let header = recordHeader(id: recordID, appID: context.appID, appVersion: context.appVersion, pid: getpid(),
+                                  timestampNanoseconds: wallClockNanoseconds())
+        let temporary = context.newFolder + "/" + recordID + ".writing"
+        let final = context.pendingFolder + "/" + recordID + ".crash"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        let session = #"{"type":"session","id":\#(quoted(context.sessionID))}"#
+        var ok = writeAll(fd, ([header, session] + lines).joined(separator: "\n") + "\n")
+        if includeStack { ok = ok && ccr_write_current_stack(fd, 3) == 0 }
+        if ok, let session = context.sessionPath {
+            ok = ccr_session_export(session, fd) == 0
+            if ok, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
+                ok = writeAll(fd, #"{"type":"custom_data","data":"# + data + "}\n")
+            }
+        }
+        ok = ok && writeAll(fd, #"{"type":"end"}"# + "\n")
+        close(fd)
+        guard ok, rename(temporary, final) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ReportingError.storageFailed("cannot write \(final): \(reason)")
+        }
+        return (recordID, final)
     }
 
     /// Writes all of `text`, retrying short writes and EINTR. False on any other failure.

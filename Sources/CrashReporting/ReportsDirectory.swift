@@ -9,6 +9,8 @@ struct ReportsDirectory {
     var newFolder: String { path + "/new" }
     var pendingFolder: String { path + "/pending" }
     var sessionsFolder: String { path + "/sessions" }
+    var uploadingFolder: String { path + "/uploading" }
+    var quarantineFolder: String { path + "/quarantine" }
 
     /// Creates the folders and proves they are writable, or throws a `StartError`.
     init(path: String) throws {
@@ -85,5 +87,101 @@ struct ReportsDirectory {
                 rename(file, pendingFolder + "/" + name)
             }
         }
+    }
+
+    /// The record files (`*.crash`) of a folder, by name.
+    func records(in folder: String) -> [String] {
+        guard let directory = opendir(folder) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".crash") { names.append(name) }
+        }
+        return names
+    }
+
+    /// The record files of a folder, oldest first: by the time in the record's first line (when
+    /// it was written; file times are too coarse, many records share one), else the file's time.
+    func recordsOldestFirst(in folder: String) -> [String] {
+        records(in: folder).map { name -> (String, Int64) in
+            (name, Self.recordTime(folder + "/" + name))
+        }.sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }.map(\.0)
+    }
+
+    /// "timestamp_ns" of the header line, or the modification time.
+    static func recordTime(_ path: String) -> Int64 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 512)
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 {
+                let head = String(decoding: buffer[0..<count], as: UTF8.self)
+                if let range = head.range(of: "\"timestamp_ns\":") {
+                    let digits = head[range.upperBound...].prefix { $0.isNumber }
+                    if let value = Int64(digits), value > 0 { return value }
+                }
+            }
+        }
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
+    }
+}
+
+/// `last-launch` holds "<session id> <0|1>": the last process to start here, and whether it
+/// outlived the crash-on-launch window. Read and rewritten by `start` (two small system calls),
+/// marked stable by the pipeline. `dropped-count` counts records the store bounds deleted.
+enum LaunchFile {
+    struct Previous {
+        var didCrash = false
+        var crashedOnLaunch = false
+    }
+
+    /// Reads what the previous launch left and records this one.
+    static func begin(_ directory: ReportsDirectory, sessionID: String) -> Previous {
+        let path = directory.path + "/last-launch"
+        var previous = Previous()
+        if let text = read(path) {
+            let parts = text.split(separator: " ")
+            if parts.count == 2 {
+                previous.didCrash = access(directory.pendingFolder + "/" + parts[0] + ".crash", F_OK) == 0
+                previous.crashedOnLaunch = previous.didCrash && parts[1].hasPrefix("0")
+            }
+        }
+        write(path, sessionID + " 0\n")
+        return previous
+    }
+
+    static func markStable(_ directory: ReportsDirectory, sessionID: String) {
+        let path = directory.path + "/last-launch"
+        guard read(path)?.hasPrefix(sessionID) == true else { return }   // a later process started since
+        write(path, sessionID + " 1\n")
+    }
+
+    static func droppedCount(_ directory: ReportsDirectory) -> Int {
+        read(directory.path + "/dropped-count").flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+    }
+
+    static func addDropped(_ directory: ReportsDirectory, _ count: Int) -> Int {
+        let total = droppedCount(directory) + count
+        write(directory.path + "/dropped-count", "\(total)\n")
+        return total
+    }
+
+    private static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = Glibc.read(fd, &buffer, buffer.count)
+        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+    }
+
+    private static func write(_ path: String, _ text: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        _ = CrashReporter.writeAll(fd, text)
+        close(fd)
     }
 }

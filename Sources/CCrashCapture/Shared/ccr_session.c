@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -179,6 +180,11 @@ int ccr_set_custom_key(const char *name, size_t name_length, uint8_t type, const
     return result;
 }
 
+uint64_t ccr_breadcrumb_total(void) {
+    ccr_session_file *s = ccr_session;
+    return s == NULL ? 0 : atomic_load_explicit(&s->breadcrumb_next, memory_order_relaxed);
+}
+
 int ccr_custom_key_count(void) {
     ccr_session_file *s = ccr_session;
     if (s == NULL) return 0;
@@ -236,9 +242,14 @@ int ccr_session_export(const char *path, int out_fd) {
         munmap(s, sizeof(ccr_session_file));
         return -2;
     }
-    static char buffer[65536];
+    // Per call, not static: app threads export concurrently (non-fatal errors, snapshots).
+    char *buffer = malloc(65536);
+    if (buffer == NULL) {
+        munmap(s, sizeof(ccr_session_file));
+        return -1;
+    }
     ccr_writer w;
-    ccr_writer_init(&w, out_fd, buffer, sizeof buffer);
+    ccr_writer_init(&w, out_fd, buffer, 65536);
 
     uint64_t user_seq = atomic_load(&s->user_seq);
     if (user_seq % 2 == 0 && s->user_id_length > 0) {
@@ -298,6 +309,7 @@ int ccr_session_export(const char *path, int out_fd) {
         ccr_writer_text(&w, "}\n");
     }
     ccr_writer_flush(&w);
+    free(buffer);
     munmap(s, sizeof(ccr_session_file));
     return w.failed ? -1 : 0;
 }

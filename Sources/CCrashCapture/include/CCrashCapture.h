@@ -82,6 +82,9 @@ int ccr_set_custom_key(const char *name, size_t name_length, uint8_t type, const
                        char *_Nullable evicted, size_t evicted_capacity);
 /// Number of custom keys set. Not async-signal-safe: takes a mutex.
 int ccr_custom_key_count(void);
+/// Breadcrumbs appended to this process's session so far (0 without a session).
+/// Async-signal-safe.
+uint64_t ccr_breadcrumb_total(void);
 
 typedef struct ccr_session_info {
     int alive;   // its process still holds the file's lock

@@ -1,0 +1,165 @@
+// Upload fixture modes: the next-launch pipeline against the test's collector. The endpoint and
+// the pipeline's knobs come from the environment (CRASH_FIXTURE_ENDPOINT and friends); without an
+// endpoint, uploads are off, so the other fixtures keep their records where the tests look.
+import CrashReporting
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Glibc
+
+let environment = ProcessInfo.processInfo.environment
+
+func milliseconds(_ name: String) -> Duration? {
+    environment[name].flatMap(Int.init).map { .milliseconds($0) }
+}
+
+/// The configuration every fixture starts with.
+func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configuration {
+    var upload = CrashReporter.Upload.disabled
+    if let endpoint = environment["CRASH_FIXTURE_ENDPOINT"].flatMap(URL.init(string:)) {
+        upload = CrashReporter.Upload()
+        upload.endpoint = endpoint
+        upload.token = environment["CRASH_FIXTURE_TOKEN"]
+    } else if environment["CRASH_FIXTURE_UPLOAD"] == "1" {
+        upload = CrashReporter.Upload()   // endpoint resolved from the environment or a connect URL
+    }
+    upload.requestTimeout = milliseconds("CRASH_FIXTURE_TIMEOUT_MS") ?? .seconds(2)
+    upload.maxAttemptsPerLaunch = environment["CRASH_FIXTURE_ATTEMPTS"].flatMap(Int.init) ?? 3
+    upload.initialBackoff = .milliseconds(50)
+    upload.maxBackoff = .milliseconds(400)
+    upload.maxPendingReports = environment["CRASH_FIXTURE_MAX_PENDING"].flatMap(Int.init) ?? 200
+    upload.maxPendingBytes = environment["CRASH_FIXTURE_MAX_PENDING_BYTES"].flatMap(Int.init) ?? 64 * 1024 * 1024
+    upload.crashOnLaunchWindow = milliseconds("CRASH_FIXTURE_CRASH_ON_LAUNCH_WINDOW_MS") ?? .seconds(5)
+    upload.periodicInterval = milliseconds("CRASH_FIXTURE_PERIODIC_MS")
+    return CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory, appVersion: "1.0.0",
+                                       buildNumber: "42", environment: "staging", upload: upload)
+}
+
+func statusLine() -> String {
+    let status = CrashReporter.uploadStatus
+    return "delivered=\(status.delivered) quarantined=\(status.quarantined) dropped=\(status.dropped) unsent=\(CrashReporter.checkForUnsentReports())"
+        + " crashed_before=\(CrashReporter.didCrashDuringPreviousExecution)"
+        + " config_error=\(status.configurationError == nil ? "none" : "yes") failure=\(status.lastFailure ?? "none")"
+}
+
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+enum UploadMode: String, CaseIterable {
+    /// Starts, waits for the launch's upload pass, prints the status line.
+    case uploadPass = "upload-pass"
+    /// Starts and prints the status line at once (crash-on-launch: the upload happened inside start).
+    case startThenStatus = "start-then-status"
+    /// Starts, prints "ready" and waits to be killed (mid-upload, when the collector holds the request).
+    case uploadThenWaitForKill = "upload-then-wait-for-kill"
+    /// Records CRASH_FIXTURE_COUNT non-fatal errors and exits.
+    case recordErrors = "record-errors"
+    /// Logs every text of the PII corpus (CRASH_FIXTURE_PII_CORPUS) into breadcrumbs, keys,
+    /// custom data, a non-fatal error and a network error, then crashes.
+    case piiThenCrash = "pii-then-crash"
+    /// Logs context, calls sendDiagnostics(), waits, prints the status line.
+    case sendDiagnostics = "send-diagnostics"
+    /// Logs context, records CRASH_FIXTURE_COUNT errors quickly (the burst trigger), waits, prints the status line.
+    case errorBurst = "error-burst"
+    /// Logs a line, then waits (CRASH_FIXTURE_PERIODIC_MS sets the checkpoint interval) until a
+    /// checkpoint was delivered or 20 s passed; prints the status line.
+    case periodic = "periodic"
+    /// Logs context and calls shutdown(); prints "shutdown=<bool>" and the status line.
+    case shutdown = "shutdown"
+    /// Prints the unsent count, sends them (whatever the consent), prints the status line.
+    case sendUnsent = "send-unsent"
+    /// Prints the unsent count, deletes them, prints the count again.
+    case deleteUnsent = "delete-unsent"
+    /// Applies the connect URL in CRASH_FIXTURE_URL; prints the result and the resolved endpoint.
+    case handleURL = "handle-url"
+}
+
+func runUploadMode(_ mode: UploadMode, reportsDirectory: String) -> Never {
+    try! CrashReporter.start(fixtureConfiguration(reportsDirectory))
+    switch mode {
+    case .uploadPass:
+        _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(environment["CRASH_FIXTURE_WAIT_S"].flatMap(Int.init) ?? 60))
+        say(statusLine())
+    case .startThenStatus:
+        say(statusLine())
+    case .uploadThenWaitForKill:
+        say("ready")
+        while true { sleep(60) }
+    case .recordErrors:
+        let count = environment["CRASH_FIXTURE_COUNT"].flatMap(Int.init) ?? 1
+        for index in 0..<count {
+            _ = try? CrashReporter.record(domain: "ledger", code: index, message: "imbalance #\(index)")
+        }
+        say("recorded \(count)")
+    case .piiThenCrash:
+        logCorpus()
+        level1(.nullPointerWrite)
+    case .sendDiagnostics:
+        CrashReporter.logScreenView("checkout")
+        CrashReporter.log("diagnostics requested", level: .warning, tag: "qa")
+        try! CrashReporter.sendDiagnostics()
+        _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(30))
+        say(statusLine())
+    case .errorBurst:
+        CrashReporter.log("before the burst")
+        let count = environment["CRASH_FIXTURE_COUNT"].flatMap(Int.init) ?? 5
+        for index in 0..<count { _ = try? CrashReporter.record(domain: "ledger", code: index, message: "burst #\(index)") }
+        // No explicit wait for a pass: the burst itself must have asked for one.
+        let deadline = Date().addingTimeInterval(20)
+        while CrashReporter.uploadStatus.delivered < count && Date() < deadline { usleep(20_000) }
+        say(statusLine())
+    case .periodic:
+        _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(20))
+        CrashReporter.log("a long session", level: .info, tag: "lifecycle")
+        let deadline = Date().addingTimeInterval(20)
+        while CrashReporter.uploadStatus.delivered < 1 && Date() < deadline { usleep(20_000) }
+        say(statusLine())
+    case .shutdown:
+        CrashReporter.log("shutting down", level: .info, tag: "lifecycle")
+        say("shutdown=\(CrashReporter.shutdown(timeout: .seconds(20)))")
+        say(statusLine())
+    case .sendUnsent:
+        say("unsent-before=\(CrashReporter.checkForUnsentReports())")
+        CrashReporter.sendUnsentReports()
+        _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(30))
+        say(statusLine())
+    case .deleteUnsent:
+        say("unsent-before=\(CrashReporter.checkForUnsentReports())")
+        CrashReporter.deleteUnsentReports()
+        say("unsent-after=\(CrashReporter.checkForUnsentReports())")
+    case .handleURL:
+        let url = URL(string: environment["CRASH_FIXTURE_URL"] ?? "")!
+        say("result=\(CrashReporter.handleURL(url))")
+        let resolved = CrashReporter.resolvedEndpoint
+        say("endpoint=\(resolved?.url.absoluteString ?? "none") source=\(resolved?.source.rawValue ?? "none")")
+    }
+    exit(0)
+}
+
+/// Spreads the corpus over every place a payload carries people's text.
+func logCorpus() {
+    guard let path = environment["CRASH_FIXTURE_PII_CORPUS"], let data = FileManager.default.contents(atPath: path),
+          let samples = ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any])?["samples"] as? [[String: Any]] else {
+        FileHandle.standardError.write(Data("no PII corpus at CRASH_FIXTURE_PII_CORPUS\n".utf8))
+        exit(5)
+    }
+    var custom: [String: String] = [:]
+    var info: [ErrorPayloadKey: ErrorPayloadValue] = [:]
+    for (index, sample) in samples.enumerated() {
+        guard let text = sample["text"] as? String, (sample["type"] as? String) != "benign" else { continue }
+        switch index % 6 {
+        case 0: CrashReporter.log(text, level: .info, tag: "corpus")
+        case 1: CrashReporter.log("sample \(index)", level: .debug, tag: "corpus", metadata: ["value": text])
+        case 2: CrashReporter.setCustomValue(text, forKey: "sample_\(index)")
+        case 3: custom["sample_\(index)"] = text
+        case 4: info[ErrorPayloadKey("sample_\(index)")] = .string(text)
+        default: CrashReporter.logAction("corpus", parameters: ["value": text])
+        }
+    }
+    CrashReporter.setUserID("jane.doe@example.com")
+    _ = try? CrashReporter.setCustomValue(custom, forKey: "corpus")
+    _ = try? CrashReporter.record(domain: "corpus", code: 1, message: "could not reach jane.doe@example.com at 10.20.30.40", userInfo: info)
+    var request = URLRequest(url: URL(string: "https://api.example.com/v1/children/12345/feed?email=jane.doe@example.com&token=abcdef1234567890")!)
+    request.setValue("Bearer sk_live_abcdefghijklmnop", forHTTPHeaderField: "Authorization")
+    CrashReporter.logNetworkRequest(request, response: nil, error: URLError(.timedOut))
+}

@@ -1,0 +1,227 @@
+// The public side of delivery: upload settings, endpoint resolution (seed 003 §6 order, with
+// seed 002's connect URL), consent as Crashlytics has it, and the triggers of seed 000
+// (session end, error bursts, crash on next launch, manual, periodic).
+import CrashReportModel
+import Foundation
+import Glibc
+import Synchronization
+
+extension CrashReporter {
+    /// How and where reports are delivered. Part of `Configuration`.
+    public struct Upload: Sendable {
+        /// False: records are kept (bounded) and nothing is sent, whatever the consent setting.
+        public var isEnabled = true
+        /// The collector, e.g. `https://crashes.example.com`. Resolution order: this, then
+        /// `CRASH_REPORTING_ENDPOINT`, then a connect URL given to `handleURL(_:)`, then
+        /// `http://localhost:9090` with a warning.
+        public var endpoint: URL?
+        /// Bearer token (seed 000); else `CRASH_REPORTING_TOKEN`.
+        public var token: String?
+        /// Replaces the HTTP collector by these destinations (a record is done when all have it).
+        public var transports: [any DiagnosticsTransport]?
+        /// Per request, including the connection.
+        public var requestTimeout: Duration = .seconds(15)
+        /// Tries per record per launch for failures worth retrying (5xx, time-outs, refused).
+        public var maxAttemptsPerLaunch = 4
+        /// Backoff between tries: doubles from this, capped by `maxBackoff`, with ±50 % jitter.
+        public var initialBackoff: Duration = .milliseconds(500)
+        public var maxBackoff: Duration = .seconds(30)
+        /// Store bounds: beyond these, the oldest pending record is deleted and counted.
+        public var maxPendingReports = 200
+        public var maxPendingBytes = 64 * 1024 * 1024
+        /// A crash within this time of `start` makes the next `start` upload before returning…
+        public var crashOnLaunchWindow: Duration = .seconds(5)
+        /// …waiting at most this long.
+        public var crashOnLaunchWait: Duration = .seconds(2)
+        /// Seed 000's periodic checkpoint; nil turns it off.
+        public var periodicInterval: Duration? = .seconds(600)
+        /// Seed 000's error threshold: this many non-fatal errors within `errorBurstWindow` send at once.
+        public var errorBurstCount = 5
+        public var errorBurstWindow: Duration = .seconds(60)
+        /// Applied to every text of a payload before it leaves the host.
+        public var redactor: Redactor = .seed000
+        /// Checks the final payload; a payload it flags is quarantined, not sent. nil: no check.
+        public var verifier: RedactionVerifier? = RedactionVerifier()
+        /// Extra places to look for debug files when symbolicating before upload.
+        public var debugDirectories: [String] = []
+
+        public init() {}
+
+        /// Nothing is sent; records stay in the reports directory.
+        public static var disabled: Upload {
+            var upload = Upload()
+            upload.isEnabled = false
+            return upload
+        }
+    }
+
+    /// seed 002's endpoint.
+    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+        public var scheme: String
+        public var host: String
+        public var port: Int
+        public var url: URL { URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)")! }
+        public var description: String { url.absoluteString }
+    }
+
+    /// seed 002's handleUrl result.
+    public enum ConnectionResult: Sendable, Equatable {
+        case connected(endpoint: Endpoint)
+        /// Not a connect URL for this app.
+        case ignored
+        case failed(reason: String)
+    }
+
+    /// Where uploads go now, and why.
+    public struct ResolvedEndpoint: Sendable, Equatable {
+        public enum Source: String, Sendable { case configuration, environment, connectURL = "connect URL", fallback }
+        public var url: URL
+        public var source: Source
+    }
+
+    /// What delivery has done in this process.
+    public struct UploadStatus: Sendable, Equatable {
+        public var delivered = 0
+        public var quarantined = 0
+        /// Records deleted because the store was full (all launches).
+        public var dropped = 0
+        /// The last failure, e.g. "HTTP 503: …" or "timed out".
+        public var lastFailure: String?
+        /// Set on 401/403: the token or endpoint needs fixing; uploads wait for it.
+        public var configurationError: String?
+        /// Passes completed.
+        public var passes = 0
+    }
+
+    /// Applies a connect URL (seed 002): `dev-see-<appID>://connect?server_ip=…&server_port=…`.
+    /// URLs of another scheme or action are ignored; a bad host or port fails with the reason.
+    /// The endpoint is kept for later launches too. An endpoint given in the configuration or
+    /// the environment still wins (seed 003 §6 order).
+    @discardableResult
+    public static func handleURL(_ url: URL) -> ConnectionResult {
+        guard let appID = reportingContext()?.appID else { return .failed(reason: "CrashReporter.start has not been called") }
+        let result = ConnectURL.parse(url, appID: appID)
+        if case .connected(let endpoint) = result, let uploader = uploader() {
+            uploader.setConnectedEndpoint(endpoint.url)
+            if let resolved = resolvedEndpoint, resolved.source != .connectURL {
+                warn("connect URL \(endpoint) noted, but uploads keep going to \(resolved.url.absoluteString) (set by \(resolved.source.rawValue))")
+            }
+            uploader.wake()
+        }
+        return result
+    }
+
+    /// The endpoint uploads go to now (nil before `start` or with uploads disabled).
+    public static var resolvedEndpoint: ResolvedEndpoint? { uploader()?.resolveEndpoint() }
+
+    /// Whether the previous run of this program (same reports directory) crashed.
+    public static var didCrashDuringPreviousExecution: Bool { launchInfo().didCrash }
+
+    /// How many records wait to be sent (pending or interrupted mid-upload).
+    public static func checkForUnsentReports() -> Int {
+        guard let directory = reportsDirectoryValue() else { return 0 }
+        return directory.records(in: directory.pendingFolder).count + directory.records(in: directory.uploadingFolder).count
+    }
+
+    /// Sends what is pending now, even while collection is disabled (Crashlytics' explicit
+    /// consent for these reports). Returns at once; `waitForBackgroundWork` waits for it.
+    public static func sendUnsentReports() {
+        uploader()?.wake(force: true)
+    }
+
+    /// Deletes every record waiting to be sent.
+    public static func deleteUnsentReports() {
+        uploader()?.deletePending()
+    }
+
+    /// Seed 000's manual trigger: writes a diagnostics snapshot (breadcrumbs, network errors,
+    /// keys, custom data of this session) and sends what is pending. Returns at once.
+    public static func sendDiagnostics() throws {
+        try writeSnapshot(trigger: "manual")
+        uploader()?.wake()
+    }
+
+    /// Seed 000's session-end trigger, for a clean shutdown (call it from a
+    /// swift-service-lifecycle service's shutdown path, or before `exit`): writes a diagnostics
+    /// snapshot, sends everything pending within `timeout`, then ends the session. Returns true
+    /// when everything was sent (or nothing was to be sent) in time.
+    @discardableResult
+    public static func shutdown(timeout: Duration = .seconds(5)) -> Bool {
+        try? writeSnapshot(trigger: "session_end")
+        var finished = true
+        if let uploader = uploader() {
+            let generation = uploader.wake()
+            finished = uploader.waitForPass(after: generation, timeout: timeout) && checkForUnsentReports() == 0
+        }
+        endSession()
+        return finished
+    }
+
+    /// What delivery has done in this process.
+    public static var uploadStatus: UploadStatus { uploader()?.status ?? UploadStatus() }
+
+    static func writeSnapshot(trigger: String) throws {
+        guard let context = reportingContext() else { throw ReportingError.notStarted }
+        _ = try writeContextRecord(context, lines: [#"{"type":"diagnostics","trigger":\#(quoted(trigger))}"#], includeStack: false)
+    }
+
+    private static let errorTimes = Mutex<[ContinuousClock.Instant]>([])
+
+    /// Seed 000's "5+ errors within 60 seconds" trigger.
+    static func noteErrorForBurstTrigger() {
+        guard let uploader = uploader() else { return }
+        let settings = uploader.settings
+        let now = ContinuousClock.now
+        let burst = errorTimes.withLock { times -> Bool in
+            times.append(now)
+            times.removeAll { now - $0 > settings.errorBurstWindow }
+            guard times.count >= settings.errorBurstCount else { return false }
+            times.removeAll()
+            return true
+        }
+        if burst { uploader.wake() }
+    }
+
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("CrashReporter: \(message)\n".utf8))
+    }
+}
+
+/// Parsing of seed 002's deep link.
+enum ConnectURL {
+    static func parse(_ url: URL, appID: String) -> CrashReporter.ConnectionResult {
+        guard let scheme = url.scheme?.lowercased(), scheme == "dev-see-" + appID.lowercased() else { return .ignored }
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return .failed(reason: "unreadable URL") }
+        let action = components.host ?? components.path.split(separator: "/").first.map(String.init)
+        guard action?.lowercased() == "connect" else { return .ignored }
+        let items = components.queryItems ?? []
+        guard let host = items.first(where: { $0.name == "server_ip" })?.value?.trimmingCharacters(in: .whitespaces), !host.isEmpty else {
+            return .failed(reason: "missing server_ip")
+        }
+        guard let portText = items.first(where: { $0.name == "server_port" })?.value, !portText.isEmpty else {
+            return .failed(reason: "missing server_port")
+        }
+        guard let port = Int(portText), (1...65535).contains(port) else {
+            return .failed(reason: "server_port must be an integer in 1...65535, got \"\(portText)\"")
+        }
+        guard isIPv4(host) || isHostname(host) else { return .failed(reason: "server_ip \"\(host)\" is neither an IPv4 address nor a host name") }
+        return .connected(endpoint: .init(scheme: "http", host: host, port: port))
+    }
+
+    static func isIPv4(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber) && Int(part)! <= 255
+        }
+    }
+
+    /// RFC 1123 host names; all-numeric dotted names are not host names (a bad IPv4 address).
+    static func isHostname(_ text: String) -> Bool {
+        guard text.count <= 253, !text.allSatisfy({ $0.isNumber || $0 == "." }) else { return false }
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        return labels.allSatisfy { label in
+            (1...63).contains(label.count) && label.first != "-" && label.last != "-"
+                && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+// From a record on disk to seed 000's DiagnosticsPayload: one record, one payload (its id is the
+// upload's idempotency key). Frames keep their build-ids and module offsets next to the symbols,
+// so a server can finish what this host could not symbolicate. Redaction and limits come after.
+import CrashReportModel
+import Foundation
+
+struct PayloadBuilder {
+    var app: AppMetadata
+    var host: HostMetadata
+    var droppedReports: Int = 0
+    var reporterVersion = CrashReporter.version
+
+    func payload(record: CrashRecord, report: CrashReport, collected: Date = Date()) -> DiagnosticsPayload {
+        var app = app
+        if !record.appVersion.isEmpty { app.app_version = record.appVersion }   // the version that crashed
+        if !record.appID.isEmpty { app.bundle_id = record.appID }
+
+        var logs: [DiagnosticsPayload.LogEntry] = []
+        var network: [NetworkErrorDigest] = []
+        for crumb in record.breadcrumbs {
+            if let digest = CrashReporter.digest(from: crumb) {
+                network.append(digest)
+                continue
+            }
+            var metadata = crumb.metadata?.mapValues { JSONValue.string($0) }
+            if crumb.kind != "log" {   // screen views and actions: say which, the seed's LogEntry has no field for it
+                metadata = (metadata ?? [:]).merging(["breadcrumb_kind": .string(crumb.kind)]) { current, _ in current }
+            }
+            logs.append(.init(timestamp: Timestamp.iso8601(crumb.timestamp), level: Self.level(crumb.level),
+                              tag: crumb.tag.isEmpty ? crumb.kind : crumb.tag, message: crumb.message, metadata: metadata))
+        }
+
+        var keys: [String: JSONValue] = [:]
+        for key in record.customKeys {
+            switch JSONValue(json: key.jsonValue) ?? .string(key.jsonValue) {
+            case .array, .object, .null: continue   // Codable values: they travel in custom_data
+            case let scalar: keys[key.key] = scalar
+            }
+        }
+        var custom: [String: JSONValue] = [:]
+        if let text = record.customDataJSON, case .object(let object)? = JSONValue(json: text) { custom = object }
+
+        return DiagnosticsPayload(
+            test_run_id: record.sessionID ?? record.id, app_metadata: app, device_metadata: host,
+            timestamp_collected: Timestamp.iso8601(collected), logs: logs, network_errors: network,
+            crash_reports: [entry(record: record, report: report)], custom_data: custom, user_id: record.userID,
+            custom_keys: keys, reporter: .init(name: "swift-crash-reporting", version: reporterVersion, dropped_reports: droppedReports))
+    }
+
+    static func level(_ level: String) -> String {
+        ["debug", "info", "warning", "error", "fatal"].contains(level) ? level : "info"
+    }
+
+    static func kind(of record: CrashRecord) -> String {
+        if record.nonFatalError != nil { return "non_fatal" }
+        if record.termination != nil { return "abnormal_termination" }
+        if record.diagnosticsTrigger != nil { return "diagnostics" }
+        return "crash"
+    }
+
+    func entry(record: CrashRecord, report: CrashReport) -> DiagnosticsPayload.CrashReportEntry {
+        let kind = Self.kind(of: record)
+        let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
+        let frames = report.crashedThread.frames.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
+            DiagnosticsPayload.Frame(
+                index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
+                module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
+                function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+        }
+        // Symbolicated when every module a frame points into had a matching binary or debug file here.
+        let used = Set(report.crashedThread.frames.compactMap(\.module))
+        let symbolicated = !frames.isEmpty && report.images.filter { used.contains($0.path) }.allSatisfy {
+            switch $0.symbols {
+            case .recordedPath?, .debugFile?: return true
+            default: return false
+            }
+        }
+
+        let type: String, message: String
+        switch kind {
+        case "non_fatal":
+            let error = record.nonFatalError!
+            (type, message) = ("\(error.domain) \(error.code)", error.message)
+        case "abnormal_termination":
+            type = "abnormal_termination"
+            message = record.termination?.kind == "crash_without_record"
+                ? "The process crashed but its crash record could not be read"
+                : "The process ended without a clean exit or a crash record (SIGKILL, the OOM killer, power loss)"
+        case "diagnostics":
+            (type, message) = ("diagnostics", "Diagnostics snapshot (\(record.diagnosticsTrigger ?? "manual"))")
+        default:
+            type = record.signal?.name ?? "unknown"
+            message = report.reason
+        }
+        let thread = DiagnosticsPayload.ThreadInfo(
+            id: Int(report.crashedThread.id), name: report.crashedThread.name, crashed: kind == "crash",
+            is_main: report.crashedThread.isMain, frames: frames)
+        return .init(
+            timestamp: Timestamp.iso8601(record.timestamp), exception_type: type, exception_message: message,
+            stack_trace: frames.map(Self.line(of:)), thread_info: frames.isEmpty && kind != "crash" ? [] : [thread],
+            report_id: record.id, kind: kind, symbolicated: symbolicated, is_partial: record.isPartial,
+            images: report.images.map {
+                .init(path: $0.path, build_id: $0.buildID.hex, start: $0.start.description, end: $0.end.description,
+                      bias: $0.bias.description)
+            },
+            signal: record.signal.map {
+                .init(number: Int($0.number), name: $0.name, code: Int($0.code), code_name: $0.codeName,
+                      fault_address: $0.faultAddress.description)
+            },
+            error: record.nonFatalError.map {
+                .init(domain: $0.domain, code: $0.code, message: $0.message,
+                      user_info: JSONValue(json: $0.userInfoJSON) ?? .object([:]),
+                      underlying: $0.underlying.map { error in
+                          .object(error.reduce(into: [:]) { object, field in
+                              object[field.key] = field.key == "code" ? Int(field.value).map(JSONValue.int) ?? .string(field.value) : .string(field.value)
+                          })
+                      })
+            },
+            termination: record.termination.map { .init(kind: $0.kind) })
+    }
+
+    /// "#3 CrashFixture level3() (Sources/CrashFixture/main.swift:42:7)", or the raw address and
+    /// module offset when the frame has no symbol.
+    static func line(of frame: DiagnosticsPayload.Frame) -> String {
+        var text = "#\(frame.index) \(frame.module ?? "?") "
+        if let function = frame.function {
+            text += (frame.inlined ? "[inlined] " : "") + function
+        } else {
+            text += frame.address + (frame.module_offset.map { " (\(frame.module ?? "?") + \($0))" } ?? "")
+        }
+        if let file = frame.file {
+            text += " (\(file)" + (frame.line.map { ":\($0)" } ?? "") + (frame.column.map { ":\($0)" } ?? "") + ")"
+        }
+        return text
+    }
+}

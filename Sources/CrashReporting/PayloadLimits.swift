@@ -1,0 +1,126 @@
+// Seed 000's size limits, applied to a payload before it is sent, keeping the most recent entries;
+// the 5 MB limit is on the gzip'd body, so encoding and compression happen here too. A 413 from
+// the server shrinks the payload once more (oldest logs and custom data first).
+import CZlib
+import CrashReportModel
+import Foundation
+
+enum PayloadLimits {
+    typealias Limits = DiagnosticsPayload.Limits
+
+    /// Cuts counts and lengths to the seed's limits.
+    static func apply(_ payload: inout DiagnosticsPayload) {
+        payload.logs = Array(payload.logs.suffix(Limits.logEntries))
+        // Counted in Unicode scalars, as JSON Schema's maxLength counts (a Character can hold several).
+        for index in payload.logs.indices where payload.logs[index].message.unicodeScalars.count > Limits.logMessageCharacters {
+            var scalars = String.UnicodeScalarView()
+            scalars.append(contentsOf: payload.logs[index].message.unicodeScalars.prefix(Limits.logMessageCharacters - 1))
+            payload.logs[index].message = String(scalars) + "…"
+        }
+        payload.network_errors = Array(payload.network_errors.suffix(Limits.networkErrors))
+        payload.crash_reports = Array(payload.crash_reports.suffix(Limits.crashReports))
+        for index in payload.crash_reports.indices {
+            payload.crash_reports[index].stack_trace = Array(payload.crash_reports[index].stack_trace.prefix(Limits.stackFrames))
+            for thread in payload.crash_reports[index].thread_info.indices {
+                payload.crash_reports[index].thread_info[thread].frames =
+                    Array(payload.crash_reports[index].thread_info[thread].frames.prefix(Limits.stackFrames))
+            }
+        }
+        payload.screenshots = Array(payload.screenshots.suffix(Limits.screenshots))
+        // custom_data over 100 KB: drop the largest values first (ties by name) until it fits.
+        var sizes = payload.custom_data.mapValues { encodedSize(of: $0) }
+        while !payload.custom_data.isEmpty, encodedSize(of: payload.custom_data) > Limits.customDataBytes {
+            let largest = sizes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }!.key
+            payload.custom_data[largest] = nil
+            sizes[largest] = nil
+        }
+    }
+
+    /// The oldest half of the logs and all custom data go, then the oldest half of the network
+    /// errors; nil when nothing is left to drop.
+    static func shrunk(_ payload: DiagnosticsPayload) -> DiagnosticsPayload? {
+        var smaller = payload
+        if !smaller.logs.isEmpty || !smaller.custom_data.isEmpty {
+            smaller.logs.removeFirst(smaller.logs.count - smaller.logs.count / 2)
+            smaller.custom_data = [:]
+            return smaller
+        }
+        if !smaller.network_errors.isEmpty {
+            smaller.network_errors.removeFirst(smaller.network_errors.count - smaller.network_errors.count / 2)
+            return smaller
+        }
+        return nil
+    }
+
+    /// The gzip'd JSON body within `maxCompressedBytes`, shrinking as needed; nil when even the
+    /// smallest form is too large (a crash report alone cannot be: 50 frames are a few KB).
+    static func body(for payload: inout DiagnosticsPayload, maxCompressedBytes: Int = Limits.compressedBytes) throws -> Data? {
+        while true {
+            let compressed = try Gzip.compress(try payload.encoded())
+            if compressed.count <= maxCompressedBytes { return compressed }
+            guard let smaller = shrunk(payload) else { return nil }
+            payload = smaller
+        }
+    }
+
+    private static func encodedSize<T: Encodable>(of value: T) -> Int {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return (try? encoder.encode(value).count) ?? 0
+    }
+}
+
+/// gzip (RFC 1952) through the system's zlib.
+enum Gzip {
+    struct Failure: Error, CustomStringConvertible {
+        var code: Int32
+        var description: String { "zlib error \(code)" }
+    }
+
+    static func compress(_ data: Data, level: Int32 = 6) throws -> Data {
+        var stream = z_stream()
+        // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
+        var status = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                                   Int32(MemoryLayout<z_stream>.size))
+        guard status == Z_OK else { throw Failure(code: status) }
+        defer { deflateEnd(&stream) }
+        var output = Data(count: Int(deflateBound(&stream, uLong(data.count))) + 32)
+        let written: Int = try data.withUnsafeBytes { input in
+            try output.withUnsafeMutableBytes { out in
+                stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+                stream.avail_in = uInt(input.count)
+                stream.next_out = out.bindMemory(to: Bytef.self).baseAddress
+                stream.avail_out = uInt(out.count)
+                status = deflate(&stream, Z_FINISH)
+                guard status == Z_STREAM_END else { throw Failure(code: status) }
+                return out.count - Int(stream.avail_out)
+            }
+        }
+        output.count = written
+        return output
+    }
+
+    static func decompress(_ data: Data) throws -> Data {
+        var stream = z_stream()
+        var status = inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        guard status == Z_OK else { throw Failure(code: status) }
+        defer { inflateEnd(&stream) }
+        var result = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        try data.withUnsafeBytes { input in
+            stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+            stream.avail_in = uInt(input.count)
+            repeat {
+                let produced: Int = chunk.withUnsafeMutableBytes { out in
+                    stream.next_out = out.bindMemory(to: Bytef.self).baseAddress
+                    stream.avail_out = uInt(out.count)
+                    status = inflate(&stream, Z_NO_FLUSH)
+                    return out.count - Int(stream.avail_out)
+                }
+                guard status == Z_OK || status == Z_STREAM_END else { throw Failure(code: status) }
+                result.append(contentsOf: chunk[0..<produced])
+            } while status != Z_STREAM_END
+        }
+        return result
+    }
+}

@@ -1,0 +1,150 @@
+// Where payloads go. A transport turns one upload into one outcome; the pipeline (Uploader.swift)
+// owns the policy: what a 400 or a refused connection means for the record on disk.
+// `HTTPTransport` speaks seed 000's contract; other destinations implement the same protocol.
+import CrashReportModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// One payload, ready to send: the gzip'd JSON body and the key that makes a repeat harmless.
+public struct DiagnosticsUpload: Sendable {
+    public var payload: DiagnosticsPayload
+    /// gzip'd JSON of `payload`.
+    public var body: Data
+    /// The record id: a collector stores a key once, whatever the number of deliveries.
+    public var idempotencyKey: String
+}
+
+/// What a destination said about one upload.
+public enum DeliveryOutcome: Sendable, Equatable {
+    /// Stored (2xx, or a key the destination already had). `receipt`: its id for the payload.
+    case delivered(receipt: String?)
+    /// Refused for good (400 and the like): sending it again cannot help.
+    case rejected(status: Int, message: String)
+    /// 413: the payload must shrink.
+    case tooLarge(maxBytes: Int?)
+    /// 401/403: the token or endpoint is wrong; every upload will fail until the configuration changes.
+    case unauthorized(status: Int, message: String)
+    /// 5xx, 429, time-outs, refused or reset connections: try again later (`after`, when the
+    /// destination said when).
+    case retryLater(reason: String, after: Duration?)
+}
+
+public protocol DiagnosticsTransport: Sendable {
+    /// Names the destination in logs and in the upload status.
+    var name: String { get }
+    /// Sends one upload and waits for the answer (called on the pipeline's own thread).
+    func deliver(_ upload: DiagnosticsUpload) -> DeliveryOutcome
+}
+
+/// Seed 000's upload contract: `POST {endpoint}/api/v1/qa/diagnostics`, gzip'd JSON, bearer token.
+public struct HTTPTransport: DiagnosticsTransport {
+    public var endpoint: URL
+    public var token: String?
+    public var timeout: Duration
+    public var name: String { "collector \(endpoint.absoluteString)" }
+
+    public init(endpoint: URL, token: String?, timeout: Duration = .seconds(15)) {
+        self.endpoint = endpoint
+        self.token = token
+        self.timeout = timeout
+    }
+
+    public func deliver(_ upload: DiagnosticsUpload) -> DeliveryOutcome {
+        var request = URLRequest(url: endpoint.appendingPathComponent("api/v1/qa/diagnostics"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        request.setValue(upload.payload.test_run_id, forHTTPHeaderField: "X-Test-Run-ID")
+        request.setValue(upload.payload.app_metadata.app_version, forHTTPHeaderField: "X-App-Version")
+        request.setValue(upload.idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        request.setValue("swift-crash-reporting/\(CrashReporter.version)", forHTTPHeaderField: "User-Agent")
+        request.httpBody = upload.body
+        let answer = HTTPExchange.send(request, timeout: timeout)
+        return Self.outcome(answer)
+    }
+
+    static func outcome(_ answer: HTTPExchange.Answer) -> DeliveryOutcome {
+        switch answer {
+        case .failed(let error):
+            return .retryLater(reason: error, after: nil)
+        case .response(let status, let headers, let body):
+            let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+            let message = (json?["message"] as? String) ?? (json?["error"] as? String)
+                ?? String(decoding: body.prefix(300), as: UTF8.self)
+            switch status {
+            case 200..<300:
+                return .delivered(receipt: json?["diagnostics_id"] as? String)
+            case 401, 403:
+                return .unauthorized(status: status, message: message)
+            case 413:
+                return .tooLarge(maxBytes: json?["max_size_bytes"] as? Int)
+            case 408, 425, 429, 500...599:
+                let after = headers["retry-after"].flatMap(Int.init).map { Duration.seconds($0) }
+                return .retryLater(reason: "HTTP \(status): \(message)", after: after)
+            default:
+                return .rejected(status: status, message: message)
+            }
+        }
+    }
+}
+
+/// A synchronous request on the caller's thread, through URLSession, with a hard deadline.
+enum HTTPExchange {
+    enum Answer: Sendable {
+        case response(status: Int, headers: [String: String], body: Data)
+        case failed(String)
+    }
+
+    private final class Box: @unchecked Sendable {
+        var answer: Answer = .failed("no answer")
+        let done = DispatchSemaphore(value: 0)
+    }
+
+    /// One session per time-out: on Linux, URLRequest.timeoutInterval is ignored; only the
+    /// session configuration's timeoutIntervalForRequest is honoured (measured).
+    private static let sessions = Mutex<[Duration: URLSession]>([:])
+
+    private static func session(timeout: Duration) -> URLSession {
+        sessions.withLock { sessions in
+            if let session = sessions[timeout] { return session }
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpCookieStorage = nil
+            configuration.urlCache = nil
+            configuration.timeoutIntervalForRequest = seconds(timeout)
+            configuration.timeoutIntervalForResource = seconds(timeout) * 2
+            let session = URLSession(configuration: configuration)
+            sessions[timeout] = session
+            return session
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func send(_ request: URLRequest, timeout: Duration) -> Answer {
+        let box = Box()
+        let task = session(timeout: timeout).dataTask(with: request) { data, response, error in
+            if let response = response as? HTTPURLResponse {
+                var headers: [String: String] = [:]
+                for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
+                box.answer = .response(status: response.statusCode, headers: headers, body: data ?? Data())
+            } else {
+                box.answer = .failed(error.map { ($0 as NSError).localizedDescription } ?? "no response")
+            }
+            box.done.signal()
+        }
+        task.resume()
+        // URLSession's own timeout covers idle time; this bounds the whole exchange.
+        if box.done.wait(timeout: .now() + seconds(timeout) * 2 + 1) == .timedOut {
+            task.cancel()
+            _ = box.done.wait(timeout: .now() + 1)
+            return .failed("timed out after \(timeout)")
+        }
+        return box.answer
+    }
+}

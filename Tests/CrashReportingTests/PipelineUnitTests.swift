@@ -1,0 +1,144 @@
+// Units of the upload pipeline, in process: seed 000's limits, gzip, the response → outcome
+// mapping, seed 002's connect URL, and what a payload says about each kind of record.
+@testable import CrashReporting
+import CrashReportModel
+import Foundation
+import Testing
+
+@Suite("Pipeline units")
+struct PipelineUnitTests {
+    static let host = HostMetadata(device_model: "test", device_identifier: "abcd1234", ios_version: "Debian 12", locale: "C",
+                                   timezone: "UTC", is_simulator: false, available_storage_mb: 1, total_memory_mb: 1)
+    static let app = AppMetadata(app_name: "app", app_version: "1.0", build_number: "1", bundle_id: "com.example.app", environment: "test")
+
+    static func payload(logs: Int = 0, network: Int = 0, crashes: Int = 0, frames: Int = 0, screenshots: Int = 0) -> DiagnosticsPayload {
+        let frame = { (index: Int) in
+            DiagnosticsPayload.Frame(index: index, address: "0x1", module: nil, module_offset: nil, build_id: nil, function: nil,
+                                     file: nil, line: nil, column: nil, inlined: false)
+        }
+        return DiagnosticsPayload(
+            test_run_id: UUID().uuidString.lowercased(), app_metadata: app, device_metadata: host, timestamp_collected: "2026-11-21T00:00:00.000Z",
+            logs: (0..<logs).map { .init(timestamp: "2026-11-21T00:00:00.000Z", level: "info", tag: "t", message: "log \($0)") },
+            network_errors: (0..<network).map {
+                NetworkErrorDigest(timestamp: "t", request_url: "u\($0)", request_method: "GET", status_code: 500, error_type: "server_error",
+                                   error_message: "", request_duration_ms: 1, retry_count: 0)
+            },
+            crash_reports: (0..<crashes).map {
+                .init(timestamp: "t", exception_type: "SIGSEGV", exception_message: "m", stack_trace: (0..<frames).map { "#\($0)" },
+                      thread_info: [.init(id: 1, name: "", crashed: true, is_main: true, frames: (0..<frames).map(frame))],
+                      report_id: "r\($0)", kind: "crash", symbolicated: false, is_partial: false, images: [])
+            },
+            screenshots: (0..<screenshots).map { .init(id: "s\($0)", timestamp: "t", screen_name: "n", file_size_bytes: 1) })
+    }
+
+    @Test("counts are cut to seed 000's limits, most recent kept")
+    func countLimits() {
+        var payload = Self.payload(logs: 700, network: 150, crashes: 7, frames: 80, screenshots: 30)
+        PayloadLimits.apply(&payload)
+        #expect(payload.logs.count == 500 && payload.logs.first?.message == "log 200" && payload.logs.last?.message == "log 699")
+        #expect(payload.network_errors.count == 100 && payload.network_errors.first?.request_url == "u50")
+        #expect(payload.crash_reports.map(\.report_id) == ["r2", "r3", "r4", "r5", "r6"])
+        #expect(payload.crash_reports.allSatisfy { $0.stack_trace.count == 50 && $0.thread_info[0].frames.count == 50 })
+        #expect(payload.screenshots.count == 20 && payload.screenshots.first?.id == "s10")
+    }
+
+    @Test("log messages over 1000 characters are cut (counted in Unicode scalars)")
+    func messageLimit() {
+        var payload = Self.payload(logs: 2)
+        payload.logs[0].message = String(repeating: "é", count: 1500)
+        payload.logs[1].message = String(repeating: "e\u{301}", count: 600)   // 1200 scalars, 600 Characters
+        PayloadLimits.apply(&payload)
+        #expect(payload.logs.allSatisfy { $0.message.unicodeScalars.count == 1000 && $0.message.hasSuffix("…") })
+    }
+
+    @Test("custom data over 100 KB loses its largest values first")
+    func customDataLimit() {
+        var payload = Self.payload()
+        payload.custom_data = ["big": .string(String(repeating: "x", count: 90_000)), "bigger": .string(String(repeating: "y", count: 95_000)),
+                               "small": .int(1)]
+        PayloadLimits.apply(&payload)
+        #expect(Set(payload.custom_data.keys) == ["big", "small"])
+    }
+
+    @Test("the gzip'd body stays under the 5 MB limit by shrinking; gzip round-trips")
+    func compressedLimit() throws {
+        var payload = Self.payload(logs: 500)
+        for index in payload.logs.indices {   // incompressible text
+            payload.logs[index].message = (0..<60).map { _ in UUID().uuidString }.joined().prefix(1000).description
+        }
+        let full = try Gzip.compress(try payload.encoded())
+        var shrinking = payload
+        let body = try #require(try PayloadLimits.body(for: &shrinking, maxCompressedBytes: full.count / 3))
+        #expect(body.count <= full.count / 3)
+        #expect(shrinking.logs.count < 500 && shrinking.logs.last == payload.logs.last)
+        let decoded = try JSONDecoder().decode(DiagnosticsPayload.self, from: try Gzip.decompress(body))
+        #expect(decoded == shrinking)
+        #expect(throws: (any Error).self) { try Gzip.decompress(Data(body.prefix(body.count / 2))) }
+    }
+
+    @Test("HTTP answers map to seed 000's outcomes")
+    func outcomes() {
+        func answer(_ status: Int, _ body: String = "{}", _ headers: [String: String] = [:]) -> DeliveryOutcome {
+            HTTPTransport.outcome(.response(status: status, headers: headers, body: Data(body.utf8)))
+        }
+        #expect(answer(201, #"{"diagnostics_id":"diag_1","status":"accepted"}"#) == .delivered(receipt: "diag_1"))
+        #expect(answer(400, #"{"error":"validation_failed","message":"Missing required field: test_run_id"}"#)
+                == .rejected(status: 400, message: "Missing required field: test_run_id"))
+        #expect(answer(413, #"{"max_size_bytes":5242880}"#) == .tooLarge(maxBytes: 5_242_880))
+        #expect(answer(401) == .unauthorized(status: 401, message: "{}"))
+        #expect(answer(403, #"{"message":"token revoked"}"#) == .unauthorized(status: 403, message: "token revoked"))
+        #expect(answer(503, "busy") == .retryLater(reason: "HTTP 503: busy", after: nil))
+        #expect(answer(429, "{}", ["retry-after": "7"]) == .retryLater(reason: "HTTP 429: {}", after: .seconds(7)))
+        #expect(HTTPTransport.outcome(.failed("Could not connect to the server.")) == .retryLater(reason: "Could not connect to the server.", after: nil))
+    }
+
+    @Test("connect URLs (seed 002)", arguments: [
+        ("dev-see-com.example.app://connect?server_ip=192.168.1.23&server_port=9090", "connected http://192.168.1.23:9090"),
+        ("DEV-SEE-com.example.app://connect?server_ip=qa-mac.local&server_port=1", "connected http://qa-mac.local:1"),
+        ("dev-see-com.example.app://connect?server_ip=10.0.0.1&server_port=65535", "connected http://10.0.0.1:65535"),
+        ("dev-see-com.other.app://connect?server_ip=10.0.0.1&server_port=80", "ignored"),
+        ("https://example.com/connect?server_ip=10.0.0.1&server_port=80", "ignored"),
+        ("dev-see-com.example.app://disconnect?server_ip=10.0.0.1&server_port=80", "ignored"),
+        ("dev-see-com.example.app://connect?server_port=80", "failed missing server_ip"),
+        ("dev-see-com.example.app://connect?server_ip=10.0.0.1", "failed missing server_port"),
+        ("dev-see-com.example.app://connect?server_ip=10.0.0.1&server_port=0", "failed server_port"),
+        ("dev-see-com.example.app://connect?server_ip=10.0.0.1&server_port=65536", "failed server_port"),
+        ("dev-see-com.example.app://connect?server_ip=10.0.0.1&server_port=80x", "failed server_port"),
+        ("dev-see-com.example.app://connect?server_ip=300.1.1.1&server_port=80", "failed server_ip"),
+        ("dev-see-com.example.app://connect?server_ip=bad_host!&server_port=80", "failed server_ip"),
+    ])
+    func connectURL(_ text: String, _ expected: String) throws {
+        let result = ConnectURL.parse(try #require(URL(string: text)), appID: "com.example.app")
+        switch result {
+        case .connected(let endpoint): #expect("connected \(endpoint)" == expected)
+        case .ignored: #expect(expected == "ignored")
+        case .failed(let reason): #expect(expected.hasPrefix("failed") && reason.contains(expected.dropFirst("failed ".count)), "\(reason)")
+        }
+    }
+
+    @Test("payload kinds: crash, non-fatal, abnormal termination, diagnostics snapshot")
+    func kinds() throws {
+        let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"6f1c1e4e-2b0a-4c1e-9a57-6f4f1d2f9c11","app_id":"com.example.app","app_version":"2.0","pid":1,"timestamp_ns":1763683200000000000,"arch":"x86_64"}"#
+        let cases: [(String, String, String)] = [
+            (#"{"type":"signal","signo":11,"name":"SIGSEGV","code":1,"code_name":"SEGV_MAPERR","fault_address":"0x0"}"#, "crash", "SIGSEGV"),
+            (#"{"type":"error","domain":"com.example.app.ledger","code":7,"message":"imbalance","underlying":[{"domain":"d","code":"-1001","message":"m"}],"user_info":{"a":[1,2]}}"#, "non_fatal", "com.example.app.ledger 7"),
+            (#"{"type":"termination","kind":"abnormal","session_started_ns":1,"detected_ns":2}"#, "abnormal_termination", "abnormal_termination"),
+            (#"{"type":"diagnostics","trigger":"manual"}"#, "diagnostics", "diagnostics"),
+        ]
+        for (line, kind, type) in cases {
+            let record = try CrashRecord(data: Data((header + "\n" + line + "\n{\"type\":\"end\"}\n").utf8), source: "test")
+            let report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
+                                     timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
+                                     fatalMessage: nil, crashedThread: .init(id: 1, name: "", isMain: true, frames: []), stack: nil,
+                                     images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+            let payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
+            let entry = try #require(payload.crash_reports.first)
+            #expect(entry.kind == kind && entry.exception_type == type, "\(kind)")
+            #expect(payload.app_metadata.app_version == "2.0")   // the version that crashed, not the one uploading
+            if kind == "non_fatal" {
+                #expect(entry.error?.underlying.first == .object(["domain": .string("d"), "code": .int(-1001), "message": .string("m")]))
+                #expect(entry.error?.user_info == .object(["a": .array([.int(1), .int(2)])]))
+            }
+        }
+    }
+}
