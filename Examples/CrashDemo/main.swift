@@ -1,5 +1,6 @@
 // CrashDemo: a small "order service" that links CrashReporting. Run it once and it crashes on a
-// nil it did not expect; run it again and it finds the record its previous run left and shows it.
+// nil it did not expect; run it again and it finds the record its previous run left, shows it, and
+// delivers the report (symbolicated, redacted) to the collector named by CRASH_REPORTING_ENDPOINT.
 // Usage: CrashDemo <reports-directory>
 import CrashReportModel
 import CrashReporting
@@ -27,34 +28,42 @@ let pending = URL(fileURLWithPath: directory).appendingPathComponent("pending")
 let records = ((try? FileManager.default.contentsOfDirectory(at: pending, includingPropertiesForKeys: nil)) ?? [])
     .filter { $0.pathExtension == "crash" }
 
-try CrashReporter.start(.init(appID: "com.example.crash-demo", reportsDirectory: directory, appVersion: "1.0.0"))
+// The record as the handler wrote it, read before `start`: the relaunch uploads it and deletes it.
+let previous = records.compactMap { try? CrashRecord(contentsOf: $0) }
 
-if records.isEmpty {
-    CrashReporter.setUserID("customer-1842")
+// Endpoint and token come from CRASH_REPORTING_ENDPOINT and CRASH_REPORTING_TOKEN.
+try CrashReporter.start(.init(appID: "com.example.crash-demo", reportsDirectory: directory, appVersion: "1.0.0",
+                              buildNumber: "7", environment: "staging"))
+
+if previous.isEmpty {
+    CrashReporter.setUserID("customer-1842@example.com")   // an email: redacted before upload
     CrashReporter.setCustomValue("eu-west-1", forKey: "region")
     CrashReporter.setCustomValue(2, forKey: "orders_in_batch")
     CrashReporter.logScreenView("checkout")
-    CrashReporter.log("loaded 2 orders from the queue", level: .info, tag: "queue")
+    CrashReporter.log("loaded 2 orders from the queue for 203.0.113.7", level: .info, tag: "queue")
     CrashReporter.logAction("apply_discounts", parameters: ["batch": "7"])
     print("CrashDemo: processing orders (the last one has no coupon)...")
     print("total:", process([Order(id: 1, coupon: "SPRING"), Order(id: 2, coupon: nil)]))
 } else {
-    CrashReporter.waitForBackgroundWork()   // attaches the previous run's breadcrumbs and keys to its record
-    for url in records {
-        let record = try CrashRecord(contentsOf: url)
-        print("CrashDemo relaunched: found the crash record of the previous run: \(url.lastPathComponent)")
+    for record in previous {
+        print("CrashDemo relaunched: found the crash record of the previous run: \(record.id)")
         print("  signal:   \(record.signal.map { "\($0.name) (\($0.codeName)) at \($0.faultAddress)" } ?? "?")")
         print("  thread:   \(record.thread.map { "\($0.id) \"\($0.name)\"\($0.isMain ? " (main)" : "")" } ?? "?")")
         print("  message:  \(record.fatalMessage?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "(none: an -O trap)")")
         print("  stack:    \(record.frames.count) frames of \(record.stack?.depth ?? 0), unwound by \(record.stack?.unwinder ?? "?")")
         for frame in record.frames {
             let module = record.module(containing: frame.lookupAddress)
-            let name = module.map { ($0.path as NSString).lastPathComponent } ?? "?"
+            let name = module.map { fileName(of: $0.path) } ?? "?"
             let offset = module.map { String(frame.address.value - $0.bias.value, radix: 16) } ?? "?"
             print("    #\(frame.index) \(name) + 0x\(offset)")
         }
         print("  modules:  \(record.modules.count), e.g. \(record.modules[0].path) build-id \(record.modules[0].buildID)")
         print("  durable:  \((record.durableNanoseconds ?? 0) / 1000) us after the signal")
-        print("  context:  user \(record.userID ?? "-"), \(record.customKeys.count) keys, \(record.breadcrumbs.count) breadcrumbs (attached on this launch)")
     }
+    // The previous run crashed within seconds of starting, so `start` already tried to upload
+    // (crash-on-launch); this waits for the rest of the launch's pass.
+    CrashReporter.waitForBackgroundWork(timeout: .seconds(20))
+    let status = CrashReporter.uploadStatus
+    print("CrashDemo: delivered \(status.delivered) report(s) to \(CrashReporter.resolvedEndpoint?.url.absoluteString ?? "-")"
+          + (status.lastFailure.map { " (last failure: \($0))" } ?? "") + "; \(CrashReporter.checkForUnsentReports()) left to send")
 }
