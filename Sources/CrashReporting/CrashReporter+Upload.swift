@@ -38,10 +38,14 @@ extension CrashReporter {
         /// Seed 000's error threshold: this many non-fatal errors within `errorBurstWindow` send at once.
         public var errorBurstCount = 5
         public var errorBurstWindow: Duration = .seconds(60)
-        /// Applied to every text of a payload before it leaves the host.
-        public var redactor: Redactor = .seed000
-        /// Checks the final payload; a payload it flags is quarantined, not sent. nil: no check.
-        public var verifier: RedactionVerifier? = RedactionVerifier()
+        /// Applied to every text of a payload before it leaves the host; nil: `Redactor.seed000`.
+        /// (Defaults are built on the pipeline's thread: compiling their expressions takes
+        /// milliseconds an app's launch should not pay.)
+        public var redactor: Redactor?
+        /// Checks the final payload; a payload it flags is quarantined, not sent. nil: the default
+        /// `RedactionVerifier()`, unless `verifiesRedaction` is false.
+        public var verifier: RedactionVerifier?
+        public var verifiesRedaction = true
         /// Extra places to look for debug files when symbolicating before upload.
         public var debugDirectories: [String] = []
 

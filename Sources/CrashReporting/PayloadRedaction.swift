@@ -18,7 +18,7 @@ enum PayloadRedaction {
 /// Remembers what redaction and verification made of each text during one upload pass: records
 /// of one process share most of their breadcrumbs, and regular expressions are the pass's main cost.
 final class RedactionMemo {
-    private let redactor: Redactor
+    let redactor: Redactor
     private let verifier: RedactionVerifier?
     private var redacted: [String: String] = [:]
     private var clean: Set<String> = []

@@ -22,6 +22,7 @@ final class Uploader: Sendable {
         var force = false
         var status = CrashReporter.UploadStatus()
         var connected: URL?
+        var connectedLoaded = false
         var attempts: [String: Int] = [:]
         var warnedFallback = false
     }
@@ -35,7 +36,6 @@ final class Uploader: Sendable {
         self.settings = settings
         self.app = app
         self.sessionID = sessionID
-        shared.withLock { $0.connected = Self.readConnectedEndpoint(directory) }
     }
 
     // MARK: Triggers
@@ -70,7 +70,10 @@ final class Uploader: Sendable {
     var status: CrashReporter.UploadStatus { shared.withLock { $0.status } }
 
     func setConnectedEndpoint(_ url: URL) {
-        shared.withLock { $0.connected = url }
+        shared.withLock {
+            $0.connected = url
+            $0.connectedLoaded = true
+        }
         let file = directory.path + "/connect-endpoint"
         try? Data((url.absoluteString + "\n").utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
     }
@@ -86,7 +89,15 @@ final class Uploader: Sendable {
         if let text = getenv("CRASH_REPORTING_ENDPOINT").map({ String(cString: $0) }), !text.isEmpty, let url = URL(string: text) {
             return .init(url: url, source: .environment)
         }
-        if let url = shared.withLock({ $0.connected }) { return .init(url: url, source: .connectURL) }
+        // Read on first use, not in `start`: Foundation's file reading costs more than start's budget.
+        let connected = shared.withLock { shared -> URL? in
+            if !shared.connectedLoaded {
+                shared.connected = Self.readConnectedEndpoint(directory)
+                shared.connectedLoaded = true
+            }
+            return shared.connected
+        }
+        if let url = connected { return .init(url: url, source: .connectURL) }
         return .init(url: URL(string: "http://localhost:9090")!, source: .fallback)
     }
 
@@ -166,7 +177,8 @@ final class Uploader: Sendable {
         let symbolicator = Symbolicator(locator: DebugFileLocator(options: .init(
             debugDirectories: settings.debugDirectories, useSystemDebugDirectory: true, useDebuginfod: false)))
         let dropped = LaunchFile.droppedCount(directory)
-        let memo = RedactionMemo(redactor: settings.redactor, verifier: settings.verifier)
+        let memo = RedactionMemo(redactor: settings.redactor ?? .seed000,
+                                 verifier: settings.verifiesRedaction ? settings.verifier ?? RedactionVerifier() : nil)
         let host = HostMetadata.current(reportsDirectory: directory.path)
         for name in directory.recordsOldestFirst(in: directory.pendingFolder) {
             let builder = PayloadBuilder(app: app, host: host, droppedReports: dropped)
@@ -226,7 +238,7 @@ final class Uploader: Sendable {
         let report = symbolicator.symbolicate(record)
         var payload = builder.payload(record: record, report: report)
         PayloadLimits.apply(&payload)   // first: no time spent redacting what is cut anyway
-        settings.redactor.apply(to: &payload, redact: memo.redact)
+        memo.redactor.apply(to: &payload, redact: memo.redact)
         PayloadLimits.apply(&payload)   // again: a replacement can be longer than what it replaced
         let findings = memo.findings(in: payload)
         if !findings.isEmpty {
