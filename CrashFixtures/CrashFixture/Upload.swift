@@ -70,6 +70,8 @@ enum UploadMode: String, CaseIterable {
     case sendUnsent = "send-unsent"
     /// Prints the unsent count, deletes them, prints the count again.
     case deleteUnsent = "delete-unsent"
+    /// Logs three requests (one failed) with personal data in URLs and bodies, then exits cleanly.
+    case logNetwork = "log-network"
     /// Applies the connect URL in CRASH_FIXTURE_URL; prints the result and the resolved endpoint.
     case handleURL = "handle-url"
 }
@@ -127,6 +129,16 @@ func runUploadMode(_ mode: UploadMode, reportsDirectory: String) -> Never {
         say("unsent-before=\(CrashReporter.checkForUnsentReports())")
         CrashReporter.deleteUnsentReports()
         say("unsent-after=\(CrashReporter.checkForUnsentReports())")
+    case .logNetwork:
+        for (index, status) in [200, 201, 503].enumerated() {
+            var request = URLRequest(url: URL(string: "https://api.example.com/v1/children/\(1000 + index)/feed?email=jane.doe@example.com")!)
+            request.httpMethod = index == 1 ? "POST" : "GET"
+            request.setValue("Bearer sk_live_abcdefghijklmnop", forHTTPHeaderField: "Authorization")
+            let response = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"])
+            CrashReporter.logNetworkRequest(request, response: response, requestBody: Data(#"{"password":"hunter22","n":\#(index)}"#.utf8),
+                                            responseBody: Data(#"{"email":"jane.doe@example.com"}"#.utf8))
+        }
+        say("logged 3")
     case .handleURL:
         let url = URL(string: environment["CRASH_FIXTURE_URL"] ?? "")!
         say("result=\(CrashReporter.handleURL(url))")

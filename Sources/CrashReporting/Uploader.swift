@@ -182,8 +182,9 @@ final class Uploader: Sendable {
         let host = HostMetadata.current(reportsDirectory: directory.path)
         for name in directory.recordsOldestFirst(in: directory.pendingFolder) {
             let builder = PayloadBuilder(app: app, host: host, droppedReports: dropped)
-            guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo) else { break }
+            guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo) else { return }
         }
+        if settings.transports == nil { _ = sendAPILogs(memo: memo) }   // seed 003's log server is the collector
     }
 
     /// Records left in uploading/ by a process that died mid-upload go back to pending/. One

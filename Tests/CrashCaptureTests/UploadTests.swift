@@ -371,6 +371,27 @@ struct UploadTests {
         try scenario.expectAllValid()
     }
 
+    @Test("api_log events (seed 003) go to /api/logs after their session, redacted, once")
+    func apiLogs() throws {
+        let scenario = try UploadScenario("api-logs")
+        let logged = try scenario.run("log-network", upload: false)
+        #expect(logged.standardOutput.contains("logged 3"))
+        #expect(try uploadStatus(try scenario.run("upload-pass"))["delivered"] == "0")
+        let events = try scenario.state().apiLogs
+        try #require(events.count == 3, "\(events)")
+        #expect(events.map { $0["statusCode"] as? Int } == [200, 201, 503])
+        #expect(events.allSatisfy { $0["type"] as? String == "api_log" && $0["appId"] as? String == "com.example.crash-fixture" })
+        let text = events.flatMap { strings(in: $0) }.joined(separator: "\n")
+        #expect(!text.contains("jane.doe@example.com") && !text.contains("hunter22") && !text.contains("sk_live_abcdefghijklmnop"))
+        #expect(events.allSatisfy { ($0["url"] as? String)?.contains("/children/[ID]/feed") == true })
+        #expect(events.allSatisfy { (($0["requestHeaders"] as? [String: Any])?["Authorization"] as? String) == "[REDACTED]" })
+        // Sent once: the spool file is gone, a later launch sends nothing more.
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: scenario.directory.appendingPathComponent("api_logs").path)) ?? [])
+            .filter { $0.hasSuffix(".jsonl") }.isEmpty)
+        _ = try scenario.run("upload-pass")
+        #expect(try scenario.state().apiLogs.count == 3)
+    }
+
     @Test("endpoint resolution: configuration > environment > connect URL > localhost:9090")
     func endpointResolution() throws {
         let scenario = try UploadScenario("endpoint")
