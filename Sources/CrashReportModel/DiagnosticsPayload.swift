@@ -3,8 +3,10 @@
 // Schemas/diagnostics-payload.schema.json and marked "extension" below; seed readers ignore them.
 import Foundation
 
-/// Any JSON value: custom_data, log metadata, error userInfo.
-public enum JSONValue: Sendable, Equatable, Codable {
+/// Any JSON value: custom_data, log metadata, error userInfo (CrashReporting's ErrorPayloadValue).
+public indirect enum JSONValue: Sendable, Hashable, Codable,
+    ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
     case null
     case bool(Bool)
     case int(Int)
@@ -12,6 +14,16 @@ public enum JSONValue: Sendable, Equatable, Codable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    public init(nilLiteral: ()) { self = .null }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()

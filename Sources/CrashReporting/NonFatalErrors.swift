@@ -4,6 +4,7 @@
 // says whether the report was stored (a receipt) or why not (a thrown ReportingError). Each report
 // is a record in pending/ carrying the current stack, the breadcrumbs, keys and user id.
 import CCrashCapture
+import CrashReportModel
 import Foundation
 import Glibc
 
@@ -22,55 +23,13 @@ public struct ErrorPayloadKey: Hashable, Sendable, ExpressibleByStringLiteral, C
 }
 
 /// A JSON value for userInfo: scalars, arrays, dictionaries, and any Encodable through `encoding`.
-public indirect enum ErrorPayloadValue: Sendable, Hashable, Codable,
-    ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral,
-    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case double(Double)
-    case string(String)
-    case array([ErrorPayloadValue])
-    case object([String: ErrorPayloadValue])
+public typealias ErrorPayloadValue = JSONValue
 
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
-    public init(floatLiteral value: Double) { self = .double(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(arrayLiteral elements: ErrorPayloadValue...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, ErrorPayloadValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
-    }
-    public init(nilLiteral: ()) { self = .null }
-
+extension JSONValue {
     /// Any Encodable value (a struct, an enum, a DecodingError's context…), through JSON.
-    public static func encoding<T: Encodable>(_ value: T) throws -> ErrorPayloadValue {
+    public static func encoding<T: Encodable>(_ value: T) throws -> JSONValue {
         let data = try JSONEncoder().encode(value)
-        return try JSONDecoder().decode(ErrorPayloadValue.self, from: data)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int.self) { self = .int(value) }
-        else if let value = try? container.decode(Double.self) { self = .double(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([ErrorPayloadValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: ErrorPayloadValue].self)) }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .int(let value): try container.encode(value)
-        case .double(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
+        return try JSONDecoder().decode(JSONValue.self, from: data)
     }
 
     /// From whatever an NSError's userInfo holds.
