@@ -53,7 +53,7 @@ extension Uploader {
                     rename(path, target)
                     try? Data("HTTP \(status): \(message)\n".utf8).write(to: URL(fileURLWithPath: target + ".reason"))
                     offset = -1
-                case .tooLarge, .unauthorized, .retryLater:
+                case .tooLarge, .unauthorized, .retryLater, .unreachable:
                     // Keep what was not sent, and only that: a later pass must not send a batch twice.
                     if offset > 0 {
                         let rest = entries[offset...].map { $0.raw + "\n" }.joined()

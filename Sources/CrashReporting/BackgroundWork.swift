@@ -27,10 +27,12 @@ final class BackgroundWork: Sendable {
             return nil
         }, box)
         pthread_attr_destroy(&attributes)
-        if result != 0 {   // no thread: do it here rather than not at all
-            let box = Unmanaged<Box>.fromOpaque(box).takeRetainedValue()
-            box.work()
+        if result != 0 {
+            // No thread (a pids limit, RLIMIT_NPROC): the work is a loop, so running it here would
+            // never return. Do without it for this process, and say so.
+            _ = Unmanaged<Box>.fromOpaque(box).takeRetainedValue()
             done.store(true, ordering: .releasing)
+            CrashReporter.warn("no thread for background work (pthread_create: \(String(cString: strerror(result)))); reports wait for the next launch")
         }
     }
 

@@ -113,7 +113,8 @@ public enum CrashReporter {
             let app = AppMetadata(app_name: configuration.appName, app_version: configuration.appVersion,
                                   build_number: configuration.buildNumber, bundle_id: configuration.appID,
                                   environment: configuration.environment)
-            let uploader = Uploader(directory: directory, settings: configuration.upload, app: app, sessionID: recordID)
+            let uploader = Uploader(directory: directory, settings: configuration.upload, app: app, sessionID: recordID,
+                                    priorityRecord: state.previousLaunch.didCrash ? state.previousLaunch.sessionID.map { $0 + ".crash" } : nil)
             let recovery = SessionRecovery(directory: directory, currentSessionID: recordID)
             state.recovery = BackgroundWork { uploader.run(recovery: recovery) }
             state.uploader = uploader

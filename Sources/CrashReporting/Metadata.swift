@@ -33,7 +33,10 @@ extension HostMetadata {
         let pretty = osRelease()["PRETTY_NAME"] ?? "Linux"
         let virtualization = detectVirtualization(vendor: vendor, product: product)
         var storage = statvfs()
-        let free = statvfs(reportsDirectory, &storage) == 0 ? Int(UInt64(storage.f_bavail) * UInt64(storage.f_frsize) / 1_048_576) : 0
+        let readable = statvfs(reportsDirectory, &storage) == 0
+        // Saturating: some FUSE file systems report block counts near 2^64.
+        let bytes = UInt64(storage.f_bavail).multipliedReportingOverflow(by: UInt64(storage.f_frsize))
+        let free = readable ? Int(clamping: (bytes.overflow ? UInt64.max : bytes.partialValue) / 1_048_576) : 0
         let battery = batteryStatus()
         return HostMetadata(
             device_model: model.isEmpty ? machine : model,
@@ -45,7 +48,7 @@ extension HostMetadata {
             available_storage_mb: free,
             total_memory_mb: (meminfo()["MemTotal"] ?? 0) / 1024,
             battery_level: battery?.level, battery_state: battery?.state,
-            cpu_model: cpuModel(), cpu_count: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))),
+            cpu_model: cpuModel(), cpu_count: max(0, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))),
             hostname_hash: String(SHA256.hex(Array(host.utf8)).prefix(8)),
             virtualization: virtualization)
     }
@@ -112,7 +115,7 @@ extension HostMetadata {
             guard let capacity = read(base + "/capacity").flatMap(Double.init) else { continue }
             let status = (read(base + "/status") ?? "").lowercased()
             let state = status == "charging" ? "charging" : status == "full" ? "full" : "unplugged"
-            return (capacity / 100, state)
+            return (min(max(capacity / 100, 0), 1), state)
         }
         return nil
     }

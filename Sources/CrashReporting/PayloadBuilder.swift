@@ -15,10 +15,15 @@ struct PayloadBuilder {
         if !record.appVersion.isEmpty { app.app_version = record.appVersion }   // the version that crashed
         if !record.appID.isEmpty { app.bundle_id = record.appID }
 
+        if app.environment.isEmpty { app.environment = "production" }
         var logs: [DiagnosticsPayload.LogEntry] = []
         var network: [NetworkErrorDigest] = []
         for crumb in record.breadcrumbs {
-            if let digest = CrashReporter.digest(from: crumb) {
+            if var digest = CrashReporter.digest(from: crumb) {
+                // Within the schema whatever the app logged: an HTTP status or nothing.
+                if let status = digest.status_code, !(100...599).contains(status) { digest.status_code = nil }
+                digest.retry_count = max(0, digest.retry_count)
+                digest.request_duration_ms = max(0, digest.request_duration_ms)
                 network.append(digest)
                 continue
             }

@@ -5,14 +5,68 @@ import CrashReportModel
 import Foundation
 
 enum PayloadRedaction {
-    /// Keys whose values the verifier skips: written by the handler or symbolication, not by people.
-    static let machineKeys: Set<String> = [
-        "build_id", "address", "module_offset", "start", "end", "bias", "fault_address", "path", "module", "file",
-        "function", "stack_trace", "report_id", "test_run_id", "timestamp", "timestamp_collected", "received_at",
-        "device_identifier", "hostname_hash", "cpu_model", "ios_version", "device_model", "locale", "timezone",
-        "app_version", "build_number", "bundle_id", "app_name", "environment", "exception_type", "code_name",
-        "kind", "level", "request_method", "error_type", "virtualization", "battery_state",
+    /// Subtrees the verifier skips: what the handler and symbolication wrote (addresses,
+    /// build-ids, symbols, paths), and host facts already hashed or generic. Matched by path,
+    /// so an app's own custom_data key named "address" or "path" is still checked.
+    static func isMachinePath(_ path: [String]) -> Bool {
+        switch path.count {
+        case 1: return ["test_run_id", "timestamp_collected", "device_metadata", "reporter"].contains(path[0])
+        case 3 where path[0] == "crash_reports":
+            return ["images", "stack_trace", "signal", "report_id", "timestamp", "thread_info"].contains(path[2])
+        case 3 where path[0] == "logs" || path[0] == "network_errors":
+            return path[2] == "timestamp"
+        default: return false
+        }
+    }
+
+    /// Key words that make any text under them sensitive, whatever it looks like: the backstop
+    /// for values the patterns cannot recognise without their label ("hunter2", "Tommy Smith").
+    static let sensitiveKeyWords = [
+        "password", "passwd", "passphrase", "secret", "token", "apikey", "authorization", "cookie", "sessionid",
+        "cardnumber", "creditcard", "cvv", "cvc", "iban", "accountnumber", "routingnumber", "email", "phone",
+        "latitude", "longitude", "childname", "parentname", "teachername", "studentname", "guardianname",
+        "fullname", "firstname", "lastname", "room", "classroom", "invoice", "udid", "deviceid", "fcm", "ssn",
     ]
+
+    static func isSensitiveKey(_ key: String) -> Bool {
+        let folded = String(key.lowercased().filter { $0.isLetter || $0.isNumber })
+        if ["lat", "lng", "lon", "gps", "location", "child", "parent", "teacher", "name", "ip", "ipaddress"].contains(folded) { return true }
+        return sensitiveKeyWords.contains { folded.contains($0) }
+    }
+
+    /// A labelled value: the patterns see "key=value", so rules that need the label fire; a
+    /// sensitive key replaces what they leave; numbers under location keys go too.
+    static func redact(_ value: JSONValue, key: String?, _ redact: (String) -> String) -> JSONValue {
+        switch value {
+        case .string(let text):
+            guard let key, !text.isEmpty else { return .string(redact(text)) }
+            let labelled = key + "=" + text
+            let result = redact(labelled)
+            if result != labelled {
+                return .string(result.hasPrefix(key + "=") ? String(result.dropFirst(key.count + 1)) : result)
+            }
+            let plain = redact(text)
+            if plain == text && isSensitiveKey(key) && !text.hasPrefix("[") { return .string("[REDACTED]") }
+            return .string(plain)
+        case .int, .double:
+            guard let key, isSensitiveKey(key) else { return value }
+            let folded = key.lowercased()
+            return .string(["lat", "lng", "lon", "gps", "loc"].contains { folded.contains($0) } ? "[LOCATION_REDACTED]" : "[REDACTED]")
+        case .array(let values):
+            return .array(values.map { self.redact($0, key: key, redact) })
+        case .object(let object):
+            return .object(redactObject(object, redact))
+        case .null, .bool:
+            return value
+        }
+    }
+
+    /// Keys are redacted too: an email used as a dictionary key is still an email.
+    static func redactObject(_ object: [String: JSONValue], _ redact: (String) -> String) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for (key, value) in object { result[redact(key)] = self.redact(value, key: key, redact) }
+        return result
+    }
 }
 
 /// Remembers what redaction and verification made of each text during one upload pass: records
@@ -36,27 +90,38 @@ final class RedactionMemo {
         return result
     }
 
-    /// What the verifier still finds in the payload's people's text (machine fields skipped).
+    /// What the verifier still finds in the final payload: every string and number outside the
+    /// machine subtrees, seen with its key ("lat=37.77"), and every key.
     func findings(in payload: DiagnosticsPayload) -> [RedactionVerifier.Finding] {
         guard let verifier, let data = try? payload.encoded(),
               let root = try? JSONSerialization.jsonObject(with: data) else { return [] }
         var found: [RedactionVerifier.Finding] = []
-        func walk(_ value: Any, key: String?) {
-            if let key, PayloadRedaction.machineKeys.contains(key) { return }
+        func check(_ text: String) {
+            guard !clean.contains(text) else { return }
+            let hits = verifier.findings(in: text)
+            if hits.isEmpty { clean.insert(text) } else { found += hits }
+        }
+        func walk(_ value: Any, path: [String]) {
+            if PayloadRedaction.isMachinePath(path) { return }
+            let key = path.last.flatMap { Int($0) == nil ? $0 : nil }
             switch value {
-            case let text as String:
-                guard !clean.contains(text) else { return }
-                let hits = verifier.findings(in: text)
-                if hits.isEmpty { clean.insert(text) } else { found += hits }
-            case let array as [Any]:
-                for element in array { walk(element, key: key) }
             case let object as [String: Any]:
-                for (name, element) in object { walk(element, key: name) }
+                for (name, element) in object {
+                    check(name)
+                    walk(element, path: path + [name])
+                }
+            case let array as [Any]:
+                for (index, element) in array.enumerated() { walk(element, path: path + [String(index)]) }
+            case let text as String:
+                check(text)
+                if let key { check(key + "=" + text) }
+            case let number as NSNumber:
+                if let key { check(key + "=" + number.stringValue) }   // "lat=37.7749"
             default:
                 break
             }
         }
-        walk(root, key: nil)
+        walk(root, path: [])
         return found
     }
 }
@@ -71,25 +136,26 @@ extension Redactor {
     func apply(to payload: inout DiagnosticsPayload, redact: (String) -> String) {
         for index in payload.logs.indices {
             payload.logs[index].message = redact(payload.logs[index].message)
-            payload.logs[index].metadata = payload.logs[index].metadata?.mapValues { $0.mapStrings(redact) }
+            payload.logs[index].metadata = payload.logs[index].metadata.map { PayloadRedaction.redactObject($0, redact) }
         }
         for index in payload.network_errors.indices {
-            if let url = URL(string: payload.network_errors[index].request_url) {
-                payload.network_errors[index].request_url = redactURL(url)
-            }
+            // Identifiers and query values by the URL rule, then the text rules over the whole
+            // URL: an IP host, an email or a name in a path segment.
+            let url = payload.network_errors[index].request_url
+            payload.network_errors[index].request_url = redact(URL(string: url).map(redactURL) ?? url)
             payload.network_errors[index].error_message = redact(payload.network_errors[index].error_message)
         }
         for index in payload.crash_reports.indices {
             payload.crash_reports[index].exception_message = redact(payload.crash_reports[index].exception_message)
             if var error = payload.crash_reports[index].error {
                 error.message = redact(error.message)
-                error.user_info = error.user_info.mapStrings(redact)
-                error.underlying = error.underlying.map { $0.mapStrings(redact) }
+                error.user_info = PayloadRedaction.redact(error.user_info, key: nil, redact)
+                error.underlying = error.underlying.map { PayloadRedaction.redact($0, key: nil, redact) }
                 payload.crash_reports[index].error = error
             }
         }
-        payload.custom_data = payload.custom_data.mapValues { $0.mapStrings(redact) }
-        payload.custom_keys = payload.custom_keys.mapValues { $0.mapStrings(redact) }
+        payload.custom_data = PayloadRedaction.redactObject(payload.custom_data, redact)
+        payload.custom_keys = PayloadRedaction.redactObject(payload.custom_keys, redact)
         payload.user_id = payload.user_id.map(redact)
         for index in payload.screenshots.indices {
             payload.screenshots[index].screen_name = redact(payload.screenshots[index].screen_name)

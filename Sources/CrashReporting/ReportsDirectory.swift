@@ -134,6 +134,7 @@ struct ReportsDirectory {
 /// marked stable by the pipeline. `dropped-count` counts records the store bounds deleted.
 enum LaunchFile {
     struct Previous {
+        var sessionID: String?
         var didCrash = false
         var crashedOnLaunch = false
     }
@@ -145,6 +146,7 @@ enum LaunchFile {
         if let text = read(path) {
             let parts = text.split(separator: " ")
             if parts.count == 2 {
+                previous.sessionID = String(parts[0])
                 previous.didCrash = access(directory.pendingFolder + "/" + parts[0] + ".crash", F_OK) == 0
                 previous.crashedOnLaunch = previous.didCrash && parts[1].hasPrefix("0")
             }

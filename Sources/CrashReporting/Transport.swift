@@ -27,9 +27,12 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case tooLarge(maxBytes: Int?)
     /// 401/403: the token or endpoint is wrong; every upload will fail until the configuration changes.
     case unauthorized(status: Int, message: String)
-    /// 5xx, 429, time-outs, refused or reset connections: try again later (`after`, when the
-    /// destination said when).
+    /// The destination answered but cannot take it now (5xx, 429, 408): try this record again
+    /// later (`after`, when the destination said when); other records may still go through.
     case retryLater(reason: String, after: Duration?)
+    /// No answer at all (refused, reset, time-out, DNS): the destination is down, and every
+    /// record would fail the same way.
+    case unreachable(reason: String)
 }
 
 public protocol DiagnosticsTransport: Sendable {
@@ -70,7 +73,7 @@ public struct HTTPTransport: DiagnosticsTransport {
     static func outcome(_ answer: HTTPExchange.Answer) -> DeliveryOutcome {
         switch answer {
         case .failed(let error):
-            return .retryLater(reason: error, after: nil)
+            return .unreachable(reason: error)
         case .response(let status, let headers, let body):
             let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
             let message = (json?["message"] as? String) ?? (json?["error"] as? String)
@@ -78,15 +81,25 @@ public struct HTTPTransport: DiagnosticsTransport {
             switch status {
             case 200..<300:
                 return .delivered(receipt: json?["diagnostics_id"] as? String)
+            case 409:   // "already have it": a collector that answers a repeated key this way
+                return .delivered(receipt: json?["diagnostics_id"] as? String)
             case 401, 403:
                 return .unauthorized(status: status, message: message)
+            case 300..<400, 404, 405:
+                // A wrong endpoint (or a redirect, which would turn the POST into a GET), not a
+                // bad payload: keep the reports for a corrected configuration.
+                return .unauthorized(status: status, message: "not a collector at this URL: \(message)")
             case 413:
                 return .tooLarge(maxBytes: json?["max_size_bytes"] as? Int)
             case 408, 425, 429, 500...599:
                 let after = headers["retry-after"].flatMap(Int.init).map { Duration.seconds($0) }
                 return .retryLater(reason: "HTTP \(status): \(message)", after: after)
-            default:
+            case 400, 422:
                 return .rejected(status: status, message: message)
+            case 400..<500:
+                return .unauthorized(status: status, message: message)
+            default:
+                return .retryLater(reason: "HTTP \(status): \(message)", after: nil)
             }
         }
     }

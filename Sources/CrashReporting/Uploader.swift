@@ -24,6 +24,7 @@ final class Uploader: Sendable {
         var connected: URL?
         var connectedLoaded = false
         var attempts: [String: Int] = [:]
+        var deleteRequested = false
         var warnedFallback = false
     }
 
@@ -31,11 +32,26 @@ final class Uploader: Sendable {
     private let passLock = Mutex(())
     private let signal = Semaphore()
 
-    init(directory: ReportsDirectory, settings: CrashReporter.Upload, app: AppMetadata, sessionID: String) {
+    /// The previous launch's crash record, sent first.
+    let priorityRecord: String?
+    private let stableAt: ContinuousClock.Instant
+    private let markedStable = Atomic<Bool>(false)
+
+    init(directory: ReportsDirectory, settings: CrashReporter.Upload, app: AppMetadata, sessionID: String, priorityRecord: String? = nil) {
         self.directory = directory
         self.settings = settings
         self.app = app
         self.sessionID = sessionID
+        self.priorityRecord = priorityRecord
+        stableAt = ContinuousClock.now + min(settings.crashOnLaunchWindow, .seconds(86_400))
+    }
+
+    /// Marks this launch as past the crash-on-launch window once it is, whatever the pipeline is
+    /// busy with (a long pass must not make a later crash look like one at launch).
+    private func checkStable() {
+        guard !markedStable.load(ordering: .relaxed), ContinuousClock.now >= stableAt else { return }
+        markedStable.store(true, ordering: .relaxed)
+        LaunchFile.markStable(directory, sessionID: sessionID)
     }
 
     // MARK: Triggers
@@ -121,8 +137,8 @@ final class Uploader: Sendable {
     func run(recovery: SessionRecovery) {
         recovery.run()
         let started = ContinuousClock.now
-        var stableDue: ContinuousClock.Instant? = started + settings.crashOnLaunchWindow
-        var periodicDue = settings.periodicInterval.map { started + $0 }
+        let interval = settings.periodicInterval.map { min(max($0, .milliseconds(10)), .seconds(366 * 86_400)) }
+        var periodicDue = interval.map { started + $0 }
         var snapshotMark = CrashReporter.breadcrumbMark()
         while true {
             let (generation, force) = shared.withLock { shared -> (UInt64, Bool) in
@@ -135,18 +151,17 @@ final class Uploader: Sendable {
                 shared.status.passes += 1
             }
             while true {
-                let due = [stableDue, periodicDue].compactMap { $0 }.min()
+                checkStable()
+                let due = [markedStable.load(ordering: .relaxed) ? nil : stableAt, periodicDue].compactMap { $0 }.min()
                 if signal.wait(until: due) { break }
-                let now = ContinuousClock.now
-                if let due = stableDue, now >= due {
-                    LaunchFile.markStable(directory, sessionID: sessionID)
-                    stableDue = nil
-                }
-                if let due = periodicDue, now >= due, let interval = settings.periodicInterval {
+                checkStable()
+                if let due = periodicDue, ContinuousClock.now >= due, let interval {
                     periodicDue = due + interval
-                    // A checkpoint only when something happened since the last one.
+                    // A checkpoint only when something happened since the last one, and only when
+                    // it can be sent (kept snapshots would push crashes out of the store).
                     let mark = CrashReporter.breadcrumbMark()
-                    if mark != snapshotMark {
+                    let sending = settings.isEnabled && access(directory.path + "/collection-disabled", F_OK) != 0
+                    if mark != snapshotMark && sending {
                         snapshotMark = mark
                         try? CrashReporter.writeSnapshot(trigger: "periodic")
                     }
@@ -157,11 +172,16 @@ final class Uploader: Sendable {
         }
     }
 
-    /// Deletes what waits to be sent (Crashlytics' deleteUnsentReports).
+    /// Deletes what waits to be sent (Crashlytics' deleteUnsentReports), without waiting for a
+    /// pass in progress: pending records go now; one being sent is deleted when its attempt ends,
+    /// and records a dead process left in uploading/ at the next pass.
     func deletePending() {
-        passLock.withLock { _ in
-            for name in directory.records(in: directory.pendingFolder) { unlink(directory.pendingFolder + "/" + name) }
+        shared.withLock { $0.deleteRequested = true }
+        for name in directory.records(in: directory.pendingFolder) {
+            let path = directory.pendingFolder + "/" + name
+            for sidecar in ["", ".sent", ".interrupted"] { unlink(path + sidecar) }
         }
+        wake()
     }
 
     // MARK: One pass
@@ -170,6 +190,7 @@ final class Uploader: Sendable {
         mkdir(directory.uploadingFolder, 0o755)
         mkdir(directory.quarantineFolder, 0o755)
         recoverInterrupted()
+        shared.withLock { $0.deleteRequested = false }
         enforceBounds()
         guard settings.isEnabled else { return }
         guard force || access(directory.path + "/collection-disabled", F_OK) != 0 else { return }
@@ -180,7 +201,11 @@ final class Uploader: Sendable {
         let memo = RedactionMemo(redactor: settings.redactor ?? .seed000,
                                  verifier: settings.verifiesRedaction ? settings.verifier ?? RedactionVerifier() : nil)
         let host = HostMetadata.current(reportsDirectory: directory.path)
-        for name in directory.recordsOldestFirst(in: directory.pendingFolder) {
+        var names = directory.recordsOldestFirst(in: directory.pendingFolder)
+        // Crash on launch: the crash that may repeat goes first, before any backlog.
+        if let first = priorityRecord, let index = names.firstIndex(of: first) { names.insert(names.remove(at: index), at: 0) }
+        for name in names {
+            checkStable()
             let builder = PayloadBuilder(app: app, host: host, droppedReports: dropped)
             guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo) else { return }
         }
@@ -190,44 +215,80 @@ final class Uploader: Sendable {
     /// Records left in uploading/ by a process that died mid-upload go back to pending/. One
     /// whose lock is held belongs to a live process sharing the directory.
     private func recoverInterrupted() {
+        let deleting = shared.withLock { $0.deleteRequested }
         for name in directory.records(in: directory.uploadingFolder) {
             let path = directory.uploadingFolder + "/" + name
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { rename(path, directory.pendingFolder + "/" + name) }
-            close(fd)
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            let target = directory.pendingFolder + "/" + name
+            for sidecar in [".sent", ".interrupted"] where access(path + sidecar, F_OK) == 0 {
+                if deleting { unlink(path + sidecar) } else { rename(path + sidecar, target + sidecar) }
+            }
+            if deleting { unlink(path) } else { rename(path, target) }
         }
     }
 
-    /// At most `maxPendingReports` records and `maxPendingBytes` bytes wait; the oldest go first.
+    /// At most `maxPendingReports` records and `maxPendingBytes` bytes wait. Diagnostics snapshots
+    /// go first, then the oldest records; quarantine/ keeps at most as many as pending/ may.
     private func enforceBounds() {
-        var entries = directory.recordsOldestFirst(in: directory.pendingFolder).map { name -> (String, Int) in
+        var entries = directory.recordsOldestFirst(in: directory.pendingFolder).map { name -> (name: String, size: Int, snapshot: Bool) in
+            let path = directory.pendingFolder + "/" + name
             var info = stat()
-            return (name, stat(directory.pendingFolder + "/" + name, &info) == 0 ? Int(info.st_size) : 0)
+            return (name, stat(path, &info) == 0 ? Int(info.st_size) : 0, Self.isSnapshot(path))
         }
-        var bytes = entries.reduce(0) { $0 + $1.1 }
+        entries = entries.filter(\.snapshot) + entries.filter { !$0.snapshot }
+        var bytes = entries.reduce(0) { $0 + $1.size }
         var dropped = 0
         while !entries.isEmpty && (entries.count > settings.maxPendingReports || bytes > settings.maxPendingBytes) {
-            let (name, size) = entries.removeFirst()
-            if unlink(directory.pendingFolder + "/" + name) == 0 { dropped += 1 }
-            bytes -= size
+            let entry = entries.removeFirst()
+            let path = directory.pendingFolder + "/" + entry.name
+            if unlink(path) == 0 { dropped += 1 }
+            for sidecar in [".sent", ".interrupted"] { unlink(path + sidecar) }
+            bytes -= entry.size
         }
         if dropped > 0 {
             let total = LaunchFile.addDropped(directory, dropped)
             shared.withLock { $0.status.dropped = total }
-            CrashReporter.warn("the reports store was full: \(dropped) oldest record(s) deleted (\(total) in all)")
+            CrashReporter.warn("the reports store was full: \(dropped) record(s) deleted, snapshots and oldest first (\(total) in all)")
         }
+        let quarantined = directory.recordsOldestFirst(in: directory.quarantineFolder)
+        for name in quarantined.prefix(max(0, quarantined.count - settings.maxPendingReports)) {
+            unlink(directory.quarantineFolder + "/" + name)
+            unlink(directory.quarantineFolder + "/" + String(name.dropLast(".crash".count)) + ".reason")
+        }
+    }
+
+    /// A diagnostics snapshot says so in its first lines (header, session, then this).
+    static func isSnapshot(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(fd, &buffer, buffer.count)
+        return count > 0 && String(decoding: buffer[0..<count], as: UTF8.self).contains(#"{"type":"diagnostics""#)
     }
 
     /// Sends one record to every destination. False when the pass should stop (a destination is
     /// down or misconfigured: the records after this one would fail the same way).
     private func send(_ name: String, destinations: [any DiagnosticsTransport], symbolicator: Symbolicator,
                       builder: PayloadBuilder, memo: RedactionMemo) -> Bool {
+        if shared.withLock({ $0.attempts[name, default: 0] >= settings.maxAttemptsPerLaunch }) { return true }   // its tries are spent
+        let pending = directory.pendingFolder + "/" + name
         let uploading = directory.uploadingFolder + "/" + name
-        guard rename(directory.pendingFolder + "/" + name, uploading) == 0 else { return true }   // another process took it
-        let lock = open(uploading, O_RDONLY | O_CLOEXEC)
-        if lock >= 0 { flock(lock, LOCK_EX) }
-        defer { if lock >= 0 { close(lock) } }
+        // Lock, then move: another process's recovery never takes a file whose lock is held.
+        let lock = open(pending, O_RDONLY | O_CLOEXEC)
+        guard lock >= 0 else { return true }
+        defer { close(lock) }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0, rename(pending, uploading) == 0 else { return true }   // another process has it
+        for sidecar in [".sent", ".interrupted"] where access(pending + sidecar, F_OK) == 0 { rename(pending + sidecar, uploading + sidecar) }
+        if Self.interruptions(uploading) >= 3 {
+            quarantine(name, reason: "the upload was interrupted 3 times (the process died while sending it); not tried again")
+            return true
+        }
+        Self.noteInterruption(uploading)   // undone below when this attempt ends normally
+        defer { unlink(uploading + ".interrupted") }
 
         let record: CrashRecord
         do {
@@ -250,23 +311,26 @@ final class Uploader: Sendable {
         let sentFile = uploading + ".sent"   // destinations that already have it (several transports)
         var sent = Set(((try? String(contentsOfFile: sentFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
         for destination in destinations where !sent.contains(destination.name) {
-            switch deliver(&payload, id: record.id, to: destination) {
+            switch deliver(&payload, id: record.id, name: name, to: destination) {
             case .delivered:
                 sent.insert(destination.name)
                 try? Data((sent.sorted().joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: sentFile))
             case .quarantine(let reason):
                 quarantine(name, reason: "\(destination.name): \(reason)")
-                unlink(sentFile)
                 return true
             case .keep(let stopPass):
+                if shared.withLock({ $0.deleteRequested }) {   // deleteUnsentReports() came during the attempt
+                    unlink(uploading)
+                    unlink(sentFile)
+                    return false
+                }
                 rename(uploading, directory.pendingFolder + "/" + name)
-                if FileManager.default.fileExists(atPath: sentFile) { rename(sentFile, directory.pendingFolder + "/" + name + ".sent") }
+                if access(sentFile, F_OK) == 0 { rename(sentFile, directory.pendingFolder + "/" + name + ".sent") }
                 return !stopPass
             }
         }
         unlink(uploading)
         unlink(sentFile)
-        unlink(directory.pendingFolder + "/" + name + ".sent")
         shared.withLock { $0.status.delivered += 1 }
         return true
     }
@@ -275,7 +339,7 @@ final class Uploader: Sendable {
 
     /// Seed 000's responses: 201 → done; 400 → quarantine; 413 → shrink once, then quarantine;
     /// 401/403 → keep, configuration error; 5xx / time-out / refused → backoff, bounded tries.
-    private func deliver(_ payload: inout DiagnosticsPayload, id: String, to destination: any DiagnosticsTransport) -> Verdict {
+    private func deliver(_ payload: inout DiagnosticsPayload, id: String, name: String, to destination: any DiagnosticsTransport) -> Verdict {
         var shrunk = false
         while true {
             let body: Data
@@ -306,23 +370,44 @@ final class Uploader: Sendable {
                 if first { CrashReporter.warn(text) }
                 return .keep(stopPass: true)
             case .retryLater(let reason, let after):
-                let attempts = shared.withLock { shared -> Int in
-                    shared.attempts[id, default: 0] += 1
-                    shared.status.lastFailure = "\(destination.name): \(reason)"
-                    return shared.attempts[id]!
-                }
+                // The destination answered: this record may be the problem, so once its tries
+                // are spent the pass goes on with the next one.
+                let attempts = countAttempt(name, failure: "\(destination.name): \(reason)")
+                guard attempts < settings.maxAttemptsPerLaunch else { return .keep(stopPass: false) }
+                if let after, after > settings.maxBackoff { return .keep(stopPass: false) }   // it asked for more patience than we have
+                sleep(for: after ?? backoff(attempt: attempts))
+            case .unreachable(let reason):
+                let attempts = countAttempt(name, failure: "\(destination.name): \(reason)")
                 guard attempts < settings.maxAttemptsPerLaunch else { return .keep(stopPass: true) }
-                let delay = after ?? backoff(attempt: attempts)
-                guard delay <= settings.maxBackoff else { return .keep(stopPass: true) }
-                sleep(for: delay)
+                sleep(for: backoff(attempt: attempts))
             }
         }
     }
 
+    private func countAttempt(_ name: String, failure: String) -> Int {
+        shared.withLock { shared -> Int in
+            shared.attempts[name, default: 0] += 1
+            shared.status.lastFailure = failure
+            return shared.attempts[name]!
+        }
+    }
+
+    /// Doubling from `initialBackoff`, ±50 % jitter, never above `maxBackoff` (in seconds as a
+    /// Double: no overflow for any configured Duration).
     private func backoff(attempt: Int) -> Duration {
-        let base = settings.initialBackoff * (1 << min(attempt - 1, 20))
-        let capped = min(base, settings.maxBackoff)
-        return capped * Double.random(in: 0.5...1.5)
+        let base = HTTPExchange.seconds(settings.initialBackoff) * pow(2, Double(min(attempt - 1, 30)))
+        let jittered = base * Double.random(in: 0.5...1.5)
+        return .milliseconds(Int(min(jittered, HTTPExchange.seconds(settings.maxBackoff)) * 1000))
+    }
+
+    /// Interrupted attempts of a record (a file beside it counts them), so that a record that
+    /// kills the process while being sent is not retried at every launch forever.
+    static func interruptions(_ path: String) -> Int {
+        (try? String(contentsOfFile: path + ".interrupted", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+    }
+
+    static func noteInterruption(_ path: String) {
+        try? Data("\(interruptions(path) + 1)\n".utf8).write(to: URL(fileURLWithPath: path + ".interrupted"))
     }
 
     private func sleep(for duration: Duration) {
@@ -336,6 +421,7 @@ final class Uploader: Sendable {
         let id = String(name.dropLast(".crash".count))
         try? Data((reason + "\n").utf8).write(to: URL(fileURLWithPath: directory.quarantineFolder + "/" + id + ".reason"))
         rename(directory.uploadingFolder + "/" + name, directory.quarantineFolder + "/" + name)
+        for sidecar in [".sent", ".interrupted"] { unlink(directory.uploadingFolder + "/" + name + sidecar) }
         shared.withLock { $0.status.quarantined += 1 }
         CrashReporter.warn("report \(id) quarantined: \(reason)")
     }
@@ -380,8 +466,9 @@ final class Semaphore: @unchecked Sendable {
                 pthread_cond_wait(condition, mutex)
                 continue
             }
-            let left = ContinuousClock.now.duration(to: deadline)
+            var left = ContinuousClock.now.duration(to: deadline)
             if left <= .zero { return false }
+            left = min(left, .seconds(86_400))   // a "never" deadline: wake daily rather than overflow timespec
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             let c = left.components

@@ -255,6 +255,32 @@ struct UploadTests {
         #expect(scenario.files("uploading").isEmpty && scenario.files("pending").isEmpty)
     }
 
+    @Test("a record whose upload kills the process three times is quarantined, not retried forever")
+    func poisonRecord() throws {
+        let scenario = try UploadScenario("poison")
+        try scenario.run("context-then-crash", upload: false)
+        let crashID = try #require(scenario.files("pending").first)
+        for round in 1...3 {
+            try scenario.collector.script([["store_then_hang": true]])
+            let process = Process()
+            process.executableURL = BuildConfiguration.debug.fixtureURL
+            process.arguments = ["upload-then-wait-for-kill", scenario.directory.path]
+            process.environment = ProcessInfo.processInfo.environment.merging(scenario.environment.merging(["CRASH_FIXTURE_TIMEOUT_MS": "60000"]) { _, b in b }) { _, b in b }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(30)
+            while try scenario.state().requests.filter({ $0.status == nil }).count < round && Date() < deadline { usleep(50_000) }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let run = try scenario.run("upload-pass")
+        #expect(try uploadStatus(run)["quarantined"] == "1", "\(run.standardError)")
+        #expect(scenario.files("quarantine") == [crashID])
+        let reason = try String(contentsOf: scenario.directory.appendingPathComponent("quarantine/" + crashID.replacingOccurrences(of: ".crash", with: ".reason")), encoding: .utf8)
+        #expect(reason.contains("interrupted 3 times"))
+    }
+
     @Test("1000 records: none lost, none duplicated")
     func thousandRecords() throws {
         let scenario = try UploadScenario("thousand")

@@ -89,7 +89,39 @@ struct PipelineUnitTests {
         #expect(answer(403, #"{"message":"token revoked"}"#) == .unauthorized(status: 403, message: "token revoked"))
         #expect(answer(503, "busy") == .retryLater(reason: "HTTP 503: busy", after: nil))
         #expect(answer(429, "{}", ["retry-after": "7"]) == .retryLater(reason: "HTTP 429: {}", after: .seconds(7)))
-        #expect(HTTPTransport.outcome(.failed("Could not connect to the server.")) == .retryLater(reason: "Could not connect to the server.", after: nil))
+        #expect(HTTPTransport.outcome(.failed("Could not connect to the server.")) == .unreachable(reason: "Could not connect to the server."))
+        #expect(answer(409, #"{"diagnostics_id":"diag_1"}"#) == .delivered(receipt: "diag_1"))   // "already have it"
+        #expect(answer(422, #"{"message":"bad"}"#) == .rejected(status: 422, message: "bad"))
+        // Not a collector at this URL (a Prometheus on :9090, a redirect): keep the reports.
+        for status in [301, 302, 404, 405] {
+            guard case .unauthorized(let code, _) = answer(status) else { Issue.record("HTTP \(status) must keep the report"); continue }
+            #expect(code == status)
+        }
+        guard case .unauthorized = answer(418) else { Issue.record("other 4xx must keep the report"); return }
+    }
+
+    @Test("structured values are redacted with their key, numbers under location keys too")
+    func structuredRedaction() {
+        var payload = Self.payload(logs: 1)
+        payload.logs[0].metadata = ["password": "hunter2", "child_name": "Tommy Smith", "jane.doe@example.com": "owner"]
+        payload.custom_data = ["location": .object(["lat": 37.7749, "lng": -122.4194]), "room": "Sunflowers", "count": 3]
+        payload.custom_keys = ["session_token": "abc"]
+        payload.network_errors = [NetworkErrorDigest(timestamp: "t", request_url: "http://192.168.1.20:8080/v1/users/jane.doe@example.com/feed?x=1",
+                                                     request_method: "GET", status_code: nil, error_type: "timeout", error_message: "",
+                                                     request_duration_ms: 1, retry_count: 0)]
+        Redactor.seed000.apply(to: &payload)
+        let text = String(decoding: (try? payload.encoded()) ?? Data(), as: UTF8.self)
+        for secret in ["hunter2", "Tommy Smith", "jane.doe@example.com", "37.7749", "122.4194", "Sunflowers", "192.168.1.20"] {
+            #expect(!text.contains(secret), "\(secret) in \(text)")
+        }
+        #expect(payload.custom_data["count"] == .int(3))   // harmless numbers stay numbers
+        #expect(payload.network_errors[0].request_url.hasPrefix("http://192.168.x.x:8080/v1/users/"))
+        // And the verifier, which sees "key=value", finds nothing left.
+        let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+        #expect(memo.findings(in: payload).isEmpty)
+        var raw = Self.payload()
+        raw.custom_data = ["gps": .object(["lat": 37.7749, "lon": -122.4194])]
+        #expect(!memo.findings(in: raw).isEmpty)   // unredacted coordinates are caught as numbers
     }
 
     @Test("connect URLs (seed 002)", arguments: [

@@ -1,0 +1,62 @@
+// swift-tools-version:6.0
+// The collector: receives seed 000 uploads and seed 003 API logs, stores them (SQLite by default),
+// groups crashes into issues and serves a dashboard. A nested package so that apps linking the
+// runtime never resolve a server's dependencies.
+import PackageDescription
+
+let package = Package(
+    name: "swift-crash-collector",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "crash-collector", targets: ["CrashCollector"]),
+        .library(name: "Collector", targets: ["Collector"]),
+    ],
+    dependencies: [
+        .package(name: "swift-crash-reporting", path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Already in the graph through Hummingbird; named because the collector imports them.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // The system's zlib, to gunzip request bodies (named apart from the root package's CZlib).
+        .systemLibrary(name: "CCollectorZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(
+            name: "Collector",
+            dependencies: [
+                "CSQLite", "CCollectorZlib",
+                .product(name: "CrashReportModel", package: "swift-crash-reporting"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "CrashCollector",
+            dependencies: [
+                "Collector",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "CollectorTests",
+            dependencies: ["Collector", .product(name: "CrashReportModel", package: "swift-crash-reporting")],
+            resources: [.copy("Fixtures")]
+        ),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    target.swiftSettings = settings
+}

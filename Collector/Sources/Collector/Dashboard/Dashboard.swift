@@ -1,0 +1,346 @@
+// Server-rendered dashboard pages: issues (with seed 001's crash-free rates), one issue's latest
+// event, the API logs of seed 003, and seed 002's Connect App modal. Plain HTML with every value
+// escaped; the only script is the modal's (validation, deep link, copy).
+import CrashReportModel
+import Foundation
+
+struct Dashboard: Sendable {
+    let store: any Store
+    let address: ListeningAddress
+    let advertisedHost: String?
+
+    // MARK: Pages
+
+    func issuesPage() async throws -> String {
+        let issues = try await store.issues(IssueQuery(limit: 500))
+        let rates = try await store.crashFree(days: 7, now: Date()).prefix(30)
+        var body = "<h1>Issues</h1>"
+        if !rates.isEmpty {
+            body += """
+                <h2>Crash-free, last 7 days</h2>
+                <p class="muted">Targets (seed 001): crash-free users &gt; 99.5%, crash-free sessions &gt; 99.9%.
+                A session is one run's test_run_id, counted when it sent anything.</p>
+                <table><tr><th>Day</th><th>App</th><th>Version</th><th>Crash-free users</th><th>Crash-free sessions</th>
+                <th>Sessions</th></tr>
+                """
+            for row in rates {
+                let rate = CrashFreeJSON(row)
+                body += "<tr><td>\(h(row.day))</td><td>\(h(row.bundleID))</td><td>\(h(row.appVersion))</td>"
+                    + "<td class=\"\(rate.crash_free_users > 0.995 ? "ok" : "bad")\">\(percent(rate.crash_free_users))</td>"
+                    + "<td class=\"\(rate.crash_free_sessions > 0.999 ? "ok" : "bad")\">\(percent(rate.crash_free_sessions))</td>"
+                    + "<td>\(row.sessions)</td></tr>"
+            }
+            body += "</table>"
+        }
+        if issues.isEmpty {
+            body += "<p class=\"empty\">No issues yet. Point an app's upload endpoint at this collector (Connect App, top right).</p>"
+        } else {
+            body += """
+                <table class="issues"><tr><th>Issue</th><th>Kind</th><th>App</th><th>Events</th><th>Users</th>
+                <th>Versions</th><th>First seen</th><th>Last seen</th></tr>
+                """
+            for issue in issues {
+                body += """
+                    <tr><td><a href="/issues/\(issue.id)">\(h(issue.title))</a><div class="muted">\(h(issue.subtitle))</div></td>
+                    <td><span class="kind \(h(issue.kind))">\(h(issue.kind))</span></td><td>\(h(issue.bundleID))</td>
+                    <td>\(issue.eventCount)</td><td>\(issue.userCount)</td><td>\(h(issue.versions.joined(separator: ", ")))</td>
+                    <td>\(h(Timestamp.format(issue.firstSeen)))</td><td>\(h(Timestamp.format(issue.lastSeen)))</td></tr>
+                    """
+            }
+            body += "</table>"
+        }
+        return layout(title: "Issues", body: body)
+    }
+
+    func issuePage(id: Int64) async throws -> String? {
+        guard let detail = try await ReadAPI(store: store).issueDetail(id: id) else { return nil }
+        let issue = detail.issue
+        var body = """
+            <p><a href="/">← Issues</a></p>
+            <h1>\(h(issue.title))</h1>
+            <p class="subtitle">\(h(issue.subtitle))</p>
+            <dl class="stats">
+            <div><dt>Events</dt><dd>\(issue.event_count)</dd></div><div><dt>Users</dt><dd>\(issue.user_count)</dd></div>
+            <div><dt>First seen</dt><dd>\(h(issue.first_seen))</dd></div><div><dt>Last seen</dt><dd>\(h(issue.last_seen))</dd></div>
+            <div><dt>Versions</dt><dd>\(h(issue.versions.joined(separator: ", ")))</dd></div>
+            <div><dt>App</dt><dd>\(h(issue.bundle_id))</dd></div><div><dt>Kind</dt><dd>\(h(issue.kind))</dd></div>
+            </dl>
+            <p class="muted">Signature: <code>\(h(issue.signature))</code></p>
+            """
+        if let event = detail.latest_event { body += eventSection(event) }
+        body += "<h2>Recent events</h2><table><tr><th>Occurred</th><th>Received</th><th>Version</th><th>User</th><th>Diagnostics id</th></tr>"
+        for event in detail.events {
+            body += "<tr><td>\(h(event.timestamp))</td><td>\(h(event.received_at))</td><td>\(h(event.app_version))</td>"
+                + "<td>\(h(event.user_id ?? "—"))</td><td><code>\(h(event.diagnostics_id))</code></td></tr>"
+        }
+        body += "</table>"
+        return layout(title: issue.title, body: body)
+    }
+
+    private func eventSection(_ event: EventJSON) -> String {
+        var body = "<h2>Latest event</h2><dl class=\"meta\">"
+        body += row("Reason", event.reason)
+        if let signal = event.signal {
+            body += row("Signal", "\(signal.name) (\(signal.number)), \(signal.code_name) at \(signal.fault_address)")
+        }
+        if let error = event.error { body += row("Error", "\(error.domain) \(error.code): \(error.message)") }
+        if let termination = event.termination { body += row("Termination", termination.kind) }
+        body += row("Occurred", event.timestamp) + row("Received", event.received_at)
+        body += row("Symbolicated", event.symbolicated ? "yes" : "no (module offsets and build-ids kept for the server)")
+        if event.is_partial { body += row("Partial", "the record was cut short; what was written is shown") }
+        body += row("User", event.user_id ?? "—") + row("Session (test_run_id)", event.test_run_id)
+        body += "</dl>"
+
+        body += "<h3>Stack trace\(event.crashed_thread.map { " — " + h($0) } ?? "")</h3>"
+        if event.frames.isEmpty {
+            body += "<p class=\"muted\">No frames.</p>"
+        } else {
+            body += "<table class=\"frames\"><tr><th>#</th><th>Module</th><th>Function</th><th>Location</th><th>Address</th></tr>"
+            for frame in event.frames {
+                let location = frame.file.map { file in
+                    file + (frame.line.map { ":\($0)" } ?? "") + (frame.column.map { ":\($0)" } ?? "")
+                } ?? ""
+                let function = frame.function.map { (frame.inlined ? "[inlined] " : "") + $0 } ?? "—"
+                let place = frame.module_offset.map { "\(frame.address) (+\($0))" } ?? frame.address
+                body += "<tr class=\"\(frame.in_app ? "in-app" : "system")\"><td>\(frame.index)</td><td>\(h(frame.module ?? "?"))</td>"
+                    + "<td>\(h(function))</td><td>\(h(location))</td><td><code>\(h(place))</code></td></tr>"
+            }
+            body += "</table>"
+        }
+        let others = event.threads.filter { !$0.crashed && !$0.frames.isEmpty }
+        if !others.isEmpty && event.threads.contains(where: \.crashed) {
+            body += "<details><summary>Other threads (\(others.count))</summary>"
+            for thread in others {
+                body += "<h4>\(h(thread.name)) (\(thread.id))</h4><pre>"
+                body += thread.frames.map { h("#\($0.index) \($0.module ?? "?") \($0.function ?? $0.address)") }.joined(separator: "\n")
+                body += "</pre>"
+            }
+            body += "</details>"
+        }
+
+        body += "<h3>Breadcrumbs and logs (\(event.logs.count))</h3>"
+        if event.logs.isEmpty {
+            body += "<p class=\"muted\">None.</p>"
+        } else {
+            body += "<table><tr><th>Time</th><th>Level</th><th>Tag</th><th>Message</th><th>Metadata</th></tr>"
+            for log in event.logs.suffix(200) {
+                body += "<tr class=\"level-\(h(log.level))\"><td>\(h(log.timestamp))</td><td>\(h(log.level))</td><td>\(h(log.tag))</td>"
+                    + "<td>\(h(log.message))</td><td>\(log.metadata.map { "<code>\(h(compactJSON(.object($0))))</code>" } ?? "")</td></tr>"
+            }
+            body += "</table>"
+        }
+
+        body += "<h3>Network errors (\(event.network_errors.count))</h3>"
+        if event.network_errors.isEmpty {
+            body += "<p class=\"muted\">None.</p>"
+        } else {
+            body += "<table><tr><th>Time</th><th>Request</th><th>Status</th><th>Type</th><th>Message</th><th>Duration</th><th>Retries</th></tr>"
+            for error in event.network_errors {
+                body += "<tr><td>\(h(error.timestamp))</td><td>\(h(error.request_method)) \(h(error.request_url))</td>"
+                    + "<td>\(error.status_code.map(String.init) ?? "—")</td><td>\(h(error.error_type))</td><td>\(h(error.error_message))</td>"
+                    + "<td>\(error.request_duration_ms) ms</td><td>\(error.retry_count)</td></tr>"
+            }
+            body += "</table>"
+        }
+
+        body += "<h3>Keys</h3>"
+        if event.custom_keys.isEmpty {
+            body += "<p class=\"muted\">None.</p>"
+        } else {
+            body += "<table class=\"keys\">" + event.custom_keys.sorted { $0.key < $1.key }.map {
+                "<tr><th>\(h($0.key))</th><td>\(h(compactJSON($0.value)))</td></tr>"
+            }.joined() + "</table>"
+        }
+        if !event.custom_data.isEmpty {
+            body += "<h3>Custom data</h3><pre>\(h(prettyJSON(.object(event.custom_data))))</pre>"
+        }
+
+        let app = event.app_metadata, host = event.device_metadata
+        body += "<div class=\"columns\"><div><h3>App</h3><dl class=\"meta\">"
+        body += row("Name", app.app_name) + row("Version", app.app_version) + row("Build", app.build_number)
+            + row("Bundle id", app.bundle_id) + row("Environment", app.environment)
+        if let reporter = event.reporter {
+            body += row("Reporter", "\(reporter.name) \(reporter.version)")
+            if reporter.dropped_reports > 0 { body += row("Dropped on the host", String(reporter.dropped_reports)) }
+        }
+        body += "</dl></div><div><h3>Host</h3><dl class=\"meta\">"
+        body += row("Machine", host.device_model) + row("OS", host.ios_version) + row("Host id", host.device_identifier)
+            + row("CPU", host.cpu_model.isEmpty ? "—" : "\(host.cpu_model) × \(host.cpu_count)")
+            + row("Memory", "\(host.total_memory_mb) MB") + row("Free storage", "\(host.available_storage_mb) MB")
+            + row("Virtualization", host.virtualization) + row("Locale", host.locale) + row("Time zone", host.timezone)
+        body += "</dl></div></div>"
+        if !event.images.isEmpty {
+            body += "<details><summary>Loaded modules (\(event.images.count))</summary><table><tr><th>Path</th><th>Build id</th><th>Range</th></tr>"
+            for image in event.images {
+                body += "<tr><td>\(h(image.path))</td><td><code>\(h(image.build_id))</code></td><td><code>\(h(image.start))–\(h(image.end))</code></td></tr>"
+            }
+            body += "</table></details>"
+        }
+        return body
+    }
+
+    func logsPage(limit: Int) async throws -> String {
+        let logs = try await store.apiLogs(limit: limit, appID: nil)
+        var body = "<h1>API logs</h1><p class=\"muted\">The newest \(limit) api_log events received on POST /api/logs (seed 003).</p>"
+        if logs.isEmpty {
+            body += "<p class=\"empty\">No API logs yet.</p>"
+        } else {
+            body += "<table class=\"logs\"><tr><th>Time</th><th>App</th><th>Method</th><th>URL</th><th>Status</th><th>Duration</th></tr>"
+            for log in logs {
+                let time = log.timestamp.map { Timestamp.format(Date(milliseconds: $0)) } ?? Timestamp.format(log.receivedAt)
+                let status = log.statusCode ?? 0
+                body += "<tr><td>\(h(time))</td><td>\(h(log.appID ?? "—"))</td><td>\(h(log.method ?? "—"))</td>"
+                    + "<td><details><summary>\(h(log.url ?? "—"))</summary><pre>\(h(prettyJSON(JSONValue(json: log.eventJSON) ?? .null)))</pre></details></td>"
+                    + "<td class=\"\(status >= 400 || status == 0 ? "bad" : "ok")\">\(status)</td><td>\(log.duration.map { "\($0) ms" } ?? "—")</td></tr>"
+            }
+            body += "</table>"
+        }
+        return layout(title: "API logs", body: body)
+    }
+
+    // MARK: Connect App (seed 002)
+
+    func connectLink(appID: String) -> APIAnswer {
+        let hosts = ConnectLink.candidateHosts(boundHost: address.host, advertised: advertisedHost)
+        let host = hosts[0]
+        let error = ConnectLink.validate(appID: appID)
+        return .json(error == nil ? 200 : 400, ConnectLinkBody(
+            app_id: appID, valid: error == nil, error: error, server_ip: host, server_port: address.port,
+            deep_link: error == nil ? ConnectLink.deepLink(appID: appID, host: host, port: address.port) : nil,
+            warning: ConnectLink.isLoopback(host) ? Self.loopbackWarning : nil))
+    }
+
+    static let loopbackWarning = "This collector listens on 127.0.0.1 only: a phone or another machine cannot reach it. Restart it with --host 0.0.0.0."
+
+    private func connectModal() -> String {
+        let hosts = ConnectLink.candidateHosts(boundHost: address.host, advertised: advertisedHost)
+        let port = address.port
+        let options = hosts.map { "<option>\(h($0))</option>" }.joined()
+        let warning = ConnectLink.isLoopback(hosts[0]) ? "<p class=\"warning\">\(h(Self.loopbackWarning))</p>" : ""
+        return """
+            <dialog id="connect"><form method="dialog" onsubmit="return false">
+            <h2>Connect App</h2>
+            <label>App bundle id <input id="app-id" placeholder="com.example.app" autocomplete="off" required></label>
+            <p id="app-id-error" class="error" hidden></p>
+            <label>Server host <select id="server-ip">\(options)</select></label>
+            <label>Server port <input id="server-port" value="\(port)" readonly></label>
+            <label>Deep link <input id="deep-link" readonly placeholder="enter a bundle id"></label>
+            <p><button type="button" id="copy">Copy link</button> <span id="copied" hidden>Copied</span>
+               <button type="button" onclick="document.getElementById('connect').close()">Close</button></p>
+            \(warning)
+            <p class="help">The phone or machine running the app must be on the same LAN as this collector, and
+            the collector must listen on the LAN interface (<code>--host 0.0.0.0</code>), not only on
+            <code>127.0.0.1</code>. The app registers the URL scheme <code>dev-see-&lt;bundle id&gt;</code> and passes the
+            link to <code>CrashReporter.handleURL(_:)</code>.</p>
+            </form></dialog>
+            <script>
+            (function () {
+              var id = document.getElementById('app-id'), ip = document.getElementById('server-ip'),
+                  port = document.getElementById('server-port'), link = document.getElementById('deep-link'),
+                  error = document.getElementById('app-id-error');
+              // The server's rule (ConnectLink.validate): dot-separated labels of letters, digits, hyphens.
+              var valid = /^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$/;
+              function update() {
+                var value = id.value.trim();
+                var ok = value.length > 0 && value.length <= 155 && valid.test(value);
+                error.hidden = ok || value.length === 0;
+                error.textContent = ok ? '' : 'A bundle id has letters, digits and hyphens, separated by dots (e.g. com.example.app)';
+                link.value = ok ? 'dev-see-' + value + '://connect?server_ip=' + encodeURIComponent(ip.value) +
+                  '&server_port=' + encodeURIComponent(port.value) : '';
+              }
+              id.addEventListener('input', update); ip.addEventListener('change', update);
+              document.getElementById('open-connect').addEventListener('click', function () {
+                document.getElementById('connect').showModal(); id.focus();
+              });
+              document.getElementById('copy').addEventListener('click', function () {
+                if (!link.value) { update(); return; }
+                var done = function () { var c = document.getElementById('copied'); c.hidden = false; setTimeout(function () { c.hidden = true; }, 1500); };
+                if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(link.value).then(done); }
+                else { link.select(); document.execCommand('copy'); done(); }
+              });
+            })();
+            </script>
+            """
+    }
+
+    // MARK: Layout
+
+    private func layout(title: String, body: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(h(title)) — crash-collector</title>
+        <style>\(Self.style)</style></head>
+        <body><header><a class="brand" href="/">crash-collector</a><nav><a href="/">Issues</a><a href="/logs">Logs</a></nav>
+        <button id="open-connect" type="button">Connect App</button></header>
+        <main>\(body)</main>
+        \(connectModal())
+        </body></html>
+        """
+    }
+
+    static func notFound() -> String {
+        "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>Not found</title><p>Not found. <a href=\"/\">Issues</a></p></html>"
+    }
+
+    static func errorPage(_ message: String) -> String {
+        "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>Error</title><p>Something failed: \(h(message))</p></html>"
+    }
+
+    static let style = """
+        body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+        header{display:flex;align-items:center;gap:1.5em;padding:.6em 1.5em;background:#1d2330;color:#fff}
+        header a{color:#fff;text-decoration:none;margin-right:1em}.brand{font-weight:700}
+        header nav{flex:1}header button{background:#4f7cff;color:#fff;border:0;border-radius:4px;padding:.45em 1em;cursor:pointer}
+        main{padding:1em 1.5em;max-width:1200px}
+        table{border-collapse:collapse;width:100%;background:#fff;margin:.5em 0 1.2em}
+        th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e6eb;vertical-align:top}
+        th{background:#eef0f4;font-weight:600}
+        code,pre{font:12px ui-monospace,monospace}pre{background:#fff;padding:.6em;overflow:auto}
+        .muted{color:#6b7280}.empty{padding:2em;background:#fff;text-align:center}
+        .ok{color:#137333}.bad{color:#b3261e}.warning{color:#8a4b00;background:#fff4e0;padding:.5em}
+        .error{color:#b3261e}.subtitle{font-size:1.1em;color:#374151}
+        .kind{padding:.1em .5em;border-radius:3px;background:#e3e6eb}.kind.crash{background:#fde2e1}.kind.non_fatal{background:#fff1c2}
+        .stats{display:flex;flex-wrap:wrap;gap:1.5em}.stats dt{color:#6b7280;font-size:.85em}.stats dd{margin:0;font-weight:600}
+        .meta{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}.meta dt{color:#6b7280}.meta dd{margin:0}
+        .frames tr.in-app td{font-weight:600}.frames tr.system td{color:#6b7280}
+        .columns{display:flex;gap:3em;flex-wrap:wrap}
+        .level-error td,.level-fatal td{color:#b3261e}
+        dialog{border:0;border-radius:8px;padding:1.5em;width:min(560px,90vw);box-shadow:0 8px 30px #0004}
+        dialog label{display:block;margin:.6em 0}dialog input,dialog select{display:block;width:100%;padding:.4em;box-sizing:border-box}
+        .help{color:#4b5563;font-size:.9em}
+        """
+}
+
+/// HTML-escapes text for element content and attribute values.
+func h(_ text: String) -> String {
+    var result = ""
+    result.reserveCapacity(text.utf8.count)
+    for character in text {
+        switch character {
+        case "&": result += "&amp;"
+        case "<": result += "&lt;"
+        case ">": result += "&gt;"
+        case "\"": result += "&quot;"
+        case "'": result += "&#39;"
+        default: result.append(character)
+        }
+    }
+    return result
+}
+
+private func row(_ name: String, _ value: String) -> String { "<dt>\(h(name))</dt><dd>\(h(value))</dd>" }
+
+private func percent(_ rate: Double) -> String { String(format: "%.2f%%", rate * 100) }
+
+func compactJSON(_ value: JSONValue) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+}
+
+func prettyJSON(_ value: JSONValue) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+    return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+}

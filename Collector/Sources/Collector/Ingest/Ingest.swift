@@ -1,0 +1,208 @@
+// The two upload endpoints without HTTP plumbing: seed 000's POST /api/v1/qa/diagnostics and seed
+// 003's POST /api/logs, answering as Tests/Support/fake_collector.py does (the runtime's tests
+// were written against it). Checks run in its order: token, size, idempotency, then the payload.
+import CrashReportModel
+import Foundation
+
+/// A JSON answer: status and body.
+struct APIAnswer: Sendable {
+    var status: Int
+    var body: Data
+
+    static func json(_ status: Int, _ value: some Encodable) -> APIAnswer {
+        APIAnswer(status: status, body: (try? JSONEncoder.api.encode(value)) ?? Data("{}".utf8))
+    }
+
+    static func error(_ status: Int, _ error: String, _ message: String, details: [String]? = nil) -> APIAnswer {
+        .json(status, ErrorBody(error: error, message: message, details: details))
+    }
+
+    static let unauthorized = error(401, "unauthorized", "Missing or invalid bearer token")
+    static let tooLarge = json(413, TooLargeBody(
+        error: "payload_too_large", message: "Payload exceeds 5MB limit", max_size_bytes: CollectorConfiguration.seedBodyLimit))
+}
+
+struct ErrorBody: Codable {
+    var error: String
+    var message: String
+    var details: [String]?
+}
+
+struct TooLargeBody: Codable {
+    var error: String
+    var message: String
+    var max_size_bytes: Int
+}
+
+/// Seed 000's 201 body.
+struct AcceptedBody: Codable {
+    var diagnostics_id: String
+    var test_run_id: String
+    var received_at: String
+    var status: String
+}
+
+struct LogsAcceptedBody: Codable {
+    var accepted: Int
+}
+
+/// A request body as read: whole, or cut off at the limit.
+enum ReceivedBody: Sendable {
+    case complete([UInt8])
+    case tooLarge
+}
+
+extension JSONEncoder {
+    /// Answers keep their declaration order and slashes as sent (URLs stay readable).
+    static var api: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+struct Ingest: Sendable {
+    let store: any Store
+    let configuration: CollectorConfiguration
+
+    /// Constant-time against each accepted token, so the answer's timing does not tell how much
+    /// of a guessed token was right.
+    func isAuthorized(_ authorization: String?) -> Bool {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+        let offered = Array(authorization.dropFirst("Bearer ".count).utf8)
+        var matched = false
+        for token in configuration.ingestTokens where !token.isEmpty {
+            matched = constantTimeEqual(offered, Array(token.utf8)) || matched
+        }
+        return matched
+    }
+
+    func diagnostics(authorization: String?, idempotencyKey: String?, contentEncoding: String?, body: ReceivedBody,
+                     now: Date = Date()) async throws -> APIAnswer {
+        guard isAuthorized(authorization) else { return .unauthorized }
+        guard case .complete(let raw) = body else { return .tooLarge }
+        let key = idempotencyKey.flatMap { $0.isEmpty ? nil : $0 }
+        if let key, let first = try await store.answer(forIdempotencyKey: key) {
+            return APIAnswer(status: 201, body: Data(first.utf8))
+        }
+        let payload: DiagnosticsPayload
+        do {
+            payload = try PayloadDecoding.decode(try inflated(raw, contentEncoding: contentEncoding))
+        } catch let failure as ValidationFailure {
+            return .error(400, "validation_failed", failure.message, details: failure.details)
+        } catch Gzip.Failure.tooLarge {
+            return .tooLarge
+        } catch {
+            return .error(400, "validation_failed", "\(error)", details: ["\(error)"])
+        }
+
+        let answer = AcceptedBody(diagnostics_id: Self.newDiagnosticsID(), test_run_id: payload.test_run_id,
+                                  received_at: Timestamp.format(now), status: "accepted")
+        let answerText = String(decoding: try JSONEncoder.api.encode(answer), as: UTF8.self)
+        let record = try Self.record(payload, diagnosticsID: answer.diagnostics_id, idempotencyKey: key, answer: answerText,
+                                     receivedAt: now)
+        switch try await store.ingest(record) {
+        case .stored: return APIAnswer(status: 201, body: Data(answerText.utf8))
+        case .duplicate(let first): return APIAnswer(status: 201, body: Data(first.utf8))
+        }
+    }
+
+    /// The payload as stored: one report per crash_reports entry, each with its issue.
+    static func record(_ payload: DiagnosticsPayload, diagnosticsID: String, idempotencyKey: String?, answer: String,
+                       receivedAt: Date) throws -> IngestRecord {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let userID = payload.user_id.flatMap { $0.isEmpty ? nil : $0 }
+        let reports = try payload.crash_reports.map { report in
+            IngestRecord.Report(
+                reportID: report.report_id, kind: report.kind,
+                occurredAt: Timestamp.parse(report.timestamp) ?? receivedAt, exceptionType: report.exception_type,
+                exceptionMessage: report.exception_message, symbolicated: report.symbolicated,
+                reportJSON: String(decoding: try encoder.encode(report), as: UTF8.self), issue: Grouping.issueKey(for: report))
+        }
+        return IngestRecord(
+            diagnosticsID: diagnosticsID, idempotencyKey: idempotencyKey, testRunID: payload.test_run_id, receivedAt: receivedAt,
+            answer: answer, app: payload.app_metadata, userID: userID,
+            userKey: userID ?? "device:\(payload.device_metadata.device_identifier)",
+            payloadJSON: String(decoding: try encoder.encode(payload), as: UTF8.self), reports: reports,
+            session: .init(sessionID: payload.test_run_id, appVersion: payload.app_metadata.app_version,
+                           crashed: payload.crash_reports.contains { $0.kind == "crash" }))
+    }
+
+    func apiLogs(authorization: String?, contentEncoding: String?, body: ReceivedBody, now: Date = Date()) async throws -> APIAnswer {
+        if !(configuration.acceptAnonymousLogs && authorization == nil) {
+            guard isAuthorized(authorization) else { return .unauthorized }
+        }
+        guard case .complete(let raw) = body else { return .tooLarge }
+        let events: [JSONValue]
+        do {
+            switch try JSONDecoder().decode(JSONValue.self, from: Data(try inflated(raw, contentEncoding: contentEncoding))) {
+            case .array(let values): events = values
+            case let value: events = [value]
+            }
+        } catch Gzip.Failure.tooLarge {
+            return .tooLarge
+        } catch {
+            let reason = error is Gzip.Failure ? "\(error)" : "invalid JSON: \(PayloadDecoding.describe(error))"
+            return .error(400, "validation_failed", reason, details: [])
+        }
+        var records: [APILogRecord] = []
+        var problems: [String] = []
+        for (index, event) in events.enumerated() {
+            guard case .object(let fields) = event else {
+                problems.append("\(index): an api_log event must be an object")
+                continue
+            }
+            if let type = fields["type"], type != .string("api_log") { problems.append("\(index)/type: must be \"api_log\"") }
+            records.append(APILogRecord(
+                receivedAt: now, appID: fields["appId"]?.string, method: fields["method"]?.string, url: fields["url"]?.string,
+                statusCode: fields["statusCode"]?.integer.map { Int($0) }, duration: fields["duration"]?.integer.map { Int($0) },
+                timestamp: fields["timestamp"]?.integer,
+                eventJSON: String(decoding: try JSONEncoder.api.encode(event), as: UTF8.self)))
+        }
+        if !problems.isEmpty {
+            return .error(400, "validation_failed", problems[0], details: problems)
+        }
+        let stored = try await store.insertAPILogs(records)
+        return .json(201, LogsAcceptedBody(accepted: stored))
+    }
+
+    private func inflated(_ raw: [UInt8], contentEncoding: String?) throws -> [UInt8] {
+        guard let encoding = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), !encoding.isEmpty,
+              encoding != "identity" else { return raw }
+        guard encoding == "gzip" || encoding == "x-gzip" else {
+            throw ValidationFailure(message: "Unsupported Content-Encoding: \(encoding)", details: ["only gzip is accepted"])
+        }
+        return try Gzip.decompress(raw, limit: configuration.maxInflatedBytes)
+    }
+
+    /// "diag_" and 16 random hex digits, as fake_collector.py answers.
+    static func newDiagnosticsID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "diag_" + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
+
+func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    var difference = UInt8(a.count == b.count ? 0 : 1)
+    for index in 0..<max(a.count, b.count) {
+        difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+    }
+    return difference == 0
+}
+
+extension JSONValue {
+    var string: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    /// Integers, and doubles that hold one (a JavaScript client's 124.0).
+    var integer: Int64? {
+        switch self {
+        case .int(let number): return Int64(number)
+        case .double(let number) where number.rounded() == number && abs(number) < 9e18: return Int64(number)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,171 @@
+// From an upload body to a DiagnosticsPayload: seed 000's required fields checked with readable
+// messages (400 details), then the fields seed 000 makes optional (and the Linux extensions an iOS
+// sender never sends) filled with their empty values, because CrashReportModel's Decodable requires
+// every non-optional property while the JSON Schema does not.
+import CrashReportModel
+import Foundation
+
+struct ValidationFailure: Error, Equatable {
+    var message: String
+    var details: [String]
+}
+
+enum PayloadDecoding {
+    /// Parses, validates, normalises and decodes; throws ValidationFailure.
+    static func decode(_ body: [UInt8]) throws -> DiagnosticsPayload {
+        let root: JSONValue
+        do {
+            root = try JSONDecoder().decode(JSONValue.self, from: Data(body))
+        } catch {
+            throw ValidationFailure(message: "Body is not valid JSON", details: ["invalid JSON: \(describe(error))"])
+        }
+        guard case .object(var object) = root else {
+            throw ValidationFailure(message: "Body must be a JSON object", details: ["(root) must be an object"])
+        }
+        var missing: [String] = []
+        var details: [String] = []
+        check(object, path: "", required: [
+            ("test_run_id", .nonEmptyString), ("app_metadata", .object), ("device_metadata", .object),
+            ("timestamp_collected", .nonEmptyString),
+        ], missing: &missing, details: &details)
+        if case .object(let app)? = object["app_metadata"] {
+            check(app, path: "app_metadata.", required: [
+                ("app_name", .string), ("app_version", .string), ("build_number", .string), ("bundle_id", .string),
+                ("environment", .string),
+            ], missing: &missing, details: &details)
+        }
+        if case .object(let device)? = object["device_metadata"] {
+            check(device, path: "device_metadata.", required: [
+                ("device_model", .string), ("device_identifier", .string), ("ios_version", .string), ("locale", .string),
+                ("timezone", .string), ("is_simulator", .bool), ("available_storage_mb", .number), ("total_memory_mb", .number),
+            ], missing: &missing, details: &details)
+        }
+        for (name, kind) in [("logs", Kind.array), ("network_errors", .array), ("crash_reports", .array),
+                             ("screenshots", .array), ("custom_data", .object), ("custom_keys", .object)] {
+            if let value = object[name], value != .null, !kind.matches(value) {
+                details.append("\(name) must be \(kind.name)")
+            }
+        }
+        if !details.isEmpty || !missing.isEmpty {
+            // Seed 000's example: "Missing required field: test_run_id" / "test_run_id is required".
+            let message = missing.first.map { "Missing required field: \($0)" } ?? details[0]
+            throw ValidationFailure(message: message, details: missing.map { "\($0) is required" } + details)
+        }
+
+        normalise(&object)
+        do {
+            let data = try JSONEncoder().encode(JSONValue.object(object))
+            return try JSONDecoder().decode(DiagnosticsPayload.self, from: data)
+        } catch let error as DecodingError {
+            let detail = describe(error)
+            throw ValidationFailure(message: "Invalid field: \(detail)", details: [detail])
+        }
+    }
+
+    enum Kind {
+        case string, nonEmptyString, bool, number, object, array
+
+        var name: String {
+            switch self {
+            case .string: return "a string"
+            case .nonEmptyString: return "a non-empty string"
+            case .bool: return "a boolean"
+            case .number: return "an integer"
+            case .object: return "an object"
+            case .array: return "an array"
+            }
+        }
+
+        func matches(_ value: JSONValue) -> Bool {
+            switch (self, value) {
+            case (.string, .string): return true
+            case (.nonEmptyString, .string(let text)): return !text.isEmpty
+            case (.bool, .bool), (.number, .int), (.object, .object), (.array, .array): return true
+            case (.number, .double(let number)): return number.rounded() == number
+            default: return false
+            }
+        }
+    }
+
+    private static func check(_ object: [String: JSONValue], path: String, required: [(String, Kind)],
+                              missing: inout [String], details: inout [String]) {
+        for (name, kind) in required {
+            guard let value = object[name], value != .null else {
+                missing.append(path + name)
+                continue
+            }
+            if !kind.matches(value) { details.append("\(path)\(name) must be \(kind.name)") }
+        }
+    }
+
+    /// Fills what seed 000 makes optional, and the Linux extensions, with their empty values.
+    static func normalise(_ payload: inout [String: JSONValue]) {
+        for name in ["logs", "network_errors", "crash_reports", "screenshots"] where isAbsent(payload[name]) {
+            payload[name] = .array([])
+        }
+        for name in ["custom_data", "custom_keys"] where isAbsent(payload[name]) { payload[name] = .object([:]) }
+        if case .object(var device)? = payload["device_metadata"] {
+            for (name, value) in [("cpu_model", JSONValue.string("")), ("cpu_count", .int(0)), ("hostname_hash", .string("")),
+                                  ("virtualization", .string("none"))] where isAbsent(device[name]) {
+                device[name] = value
+            }
+            for name in ["available_storage_mb", "total_memory_mb", "cpu_count"] {
+                if case .double(let number)? = device[name] { device[name] = .int(Int(number)) }
+            }
+            payload["device_metadata"] = .object(device)
+        }
+        if case .array(let reports)? = payload["crash_reports"] {
+            payload["crash_reports"] = .array(reports.enumerated().map { index, report in normaliseReport(report, index: index) })
+        }
+    }
+
+    private static func normaliseReport(_ value: JSONValue, index: Int) -> JSONValue {
+        guard case .object(var report) = value else { return value }
+        if isAbsent(report["report_id"]) {
+            report["report_id"] = .string("report-\(index)")
+        }
+        if isAbsent(report["kind"]) { report["kind"] = .string("crash") }
+        for name in ["stack_trace", "thread_info", "images"] where isAbsent(report[name]) { report[name] = .array([]) }
+        if isAbsent(report["is_partial"]) { report["is_partial"] = .bool(false) }
+        if isAbsent(report["symbolicated"]) {
+            // A sender without the extension symbolicated on the device (iOS) or not at all: say
+            // symbolicated when some frame has a function name.
+            var named = false
+            if case .array(let threads)? = report["thread_info"] {
+                for case .object(let thread) in threads {
+                    if case .array(let frames)? = thread["frames"] {
+                        for case .object(let frame) in frames { if case .string? = frame["function"] { named = true } }
+                    }
+                }
+            }
+            report["symbolicated"] = .bool(named)
+        }
+        if case .object(var error)? = report["error"] {
+            if isAbsent(error["user_info"]) { error["user_info"] = .object([:]) }
+            if isAbsent(error["underlying"]) { error["underlying"] = .array([]) }
+            report["error"] = .object(error)
+        }
+        return .object(report)
+    }
+
+    private static func isAbsent(_ value: JSONValue?) -> Bool { value == nil || value == .null }
+
+    /// "crash_reports/0/thread_info/0/frames/3/index: missing", the form fake_collector.py uses.
+    static func describe(_ error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.isEmpty ? "(root)" : keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: "/")
+        }
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])): is required"
+        case DecodingError.typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(type)"
+        case DecodingError.valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(type), found null"
+        case DecodingError.dataCorrupted(let context):
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        default:
+            return String(describing: error)
+        }
+    }
+}

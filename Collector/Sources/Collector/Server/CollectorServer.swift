@@ -1,0 +1,207 @@
+// The HTTP surface on Hummingbird 2: upload endpoints (ingest token), the read API and dashboard
+// pages (dashboard password, HTTP basic auth), and a health check. Handlers translate HTTP to the
+// Ingest / ReadAPI / Dashboard functions and back; no logic of their own beyond auth and limits.
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// Where the server listens, known once it has bound (port 0 picks a free one); the Connect App
+/// modal and the startup line read it.
+public final class ListeningAddress: Sendable {
+    private let state: Mutex<(host: String, port: Int)>
+
+    public init(host: String, port: Int) { state = Mutex((host, port)) }
+
+    public var host: String { state.withLock { $0.host } }
+    public var port: Int { state.withLock { $0.port } }
+    func set(port: Int) { state.withLock { $0.port = port } }
+}
+
+public enum CollectorServer {
+    public typealias App = Application<RouterResponder<BasicRequestContext>>
+
+    /// The application, not yet running: `try await app.runService()` (or add it to a ServiceGroup).
+    /// `onListening` gets the bound address, once.
+    public static func application(
+        store: any Store, configuration: CollectorConfiguration, host: String, port: Int, logger: Logger,
+        onListening: @escaping @Sendable (ListeningAddress) async -> Void = { _ in }
+    ) -> App {
+        let address = ListeningAddress(host: host, port: port)
+        let router = makeRouter(store: store, configuration: configuration, address: address, logger: logger)
+        var services: [any Service] = []
+        if configuration.retentionDays > 0 {
+            services.append(RetentionService(store: store, days: configuration.retentionDays, logger: logger))
+        }
+        return Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector"),
+            services: services,
+            onServerRunning: { channel in
+                if let bound = channel.localAddress?.port { address.set(port: bound) }
+                await onListening(address)
+            },
+            logger: logger)
+    }
+
+    static func makeRouter(store: any Store, configuration: CollectorConfiguration, address: ListeningAddress,
+                           logger: Logger) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        let ingest = Ingest(store: store, configuration: configuration)
+        let read = ReadAPI(store: store)
+        let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost)
+        let auth = DashboardAuth(password: configuration.dashboardPassword)
+
+        router.get("/health") { _, _ in json(APIAnswer.json(200, ["status": "ok"])) }
+
+        router.post("/api/v1/qa/diagnostics") { request, context in
+            await answering(logger) {
+                // The token is checked before the body is read: an unauthorised sender gets its
+                // 401 without the server buffering 5 MB first.
+                guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
+                let body = try await collect(request, limit: configuration.maxBodyBytes)
+                return try await ingest.diagnostics(
+                    authorization: request.headers[.authorization], idempotencyKey: request.headers[.idempotencyKey],
+                    contentEncoding: request.headers[.contentEncoding], body: body)
+            }
+        }
+
+        router.post("/api/logs") { request, context in
+            await answering(logger) {
+                let body = try await collect(request, limit: configuration.maxBodyBytes)
+                return try await ingest.apiLogs(authorization: request.headers[.authorization],
+                                                contentEncoding: request.headers[.contentEncoding], body: body)
+            }
+        }
+
+        // Read API: JSON for scripts and the dashboard's own use.
+        router.get("/api/issues") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            return await answering(logger) {
+                let query = IssueQuery(bundleID: request.uri.queryParameters.get("bundle_id"),
+                                       kind: request.uri.queryParameters.get("kind"),
+                                       limit: min(1000, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
+                return try await read.issues(query)
+            }
+        }
+        router.get("/api/issues/{id}") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            return await answering(logger) {
+                guard let id = context.parameters.get("id", as: Int64.self) else {
+                    return .error(404, "not_found", "No such issue")
+                }
+                return try await read.issue(id: id) ?? .error(404, "not_found", "No such issue")
+            }
+        }
+        router.get("/api/logs") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            return await answering(logger) {
+                let limit = min(1000, max(1, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
+                return try await read.logs(limit: limit, appID: request.uri.queryParameters.get("app_id"))
+            }
+        }
+        router.get("/api/crash-free") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            return await answering(logger) {
+                try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)))
+            }
+        }
+        router.get("/api/connect-link") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            let appID = request.uri.queryParameters.get("app_id") ?? ""
+            return json(dashboard.connectLink(appID: appID))
+        }
+
+        // Dashboard pages.
+        router.get("/") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: false) }
+            return await page(logger) { try await dashboard.issuesPage() }
+        }
+        router.get("/issues/{id}") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: false) }
+            return await page(logger) {
+                guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
+                return try await dashboard.issuePage(id: id)
+            }
+        }
+        router.get("/logs") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: false) }
+            return await page(logger) { try await dashboard.logsPage(limit: 200) }
+        }
+        return router
+    }
+
+    /// The body, or .tooLarge as soon as more than `limit` bytes arrived (or are announced).
+    /// What is left unread is drained by Hummingbird after the answer.
+    static func collect(_ request: Request, limit: Int) async throws -> ReceivedBody {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { return .tooLarge }
+        var bytes: [UInt8] = []
+        for try await chunk in request.body {
+            if bytes.count + chunk.readableBytes > limit { return .tooLarge }
+            bytes.append(contentsOf: chunk.readableBytesView)
+        }
+        return .complete(bytes)
+    }
+
+    /// Runs a handler; a failure (the database, usually) is a 500 the runtime retries later.
+    static func answering(_ logger: Logger, _ body: () async throws -> APIAnswer) async -> Response {
+        do {
+            return json(try await body())
+        } catch {
+            logger.error("request failed: \(error)")
+            return json(.error(500, "internal_error", "Internal Server Error"))
+        }
+    }
+
+    static func page(_ logger: Logger, _ body: () async throws -> String?) async -> Response {
+        do {
+            guard let html = try await body() else { return htmlResponse(404, Dashboard.notFound()) }
+            return htmlResponse(200, html)
+        } catch {
+            logger.error("page failed: \(error)")
+            return htmlResponse(500, Dashboard.errorPage("\(error)"))
+        }
+    }
+
+    static func json(_ answer: APIAnswer) -> Response {
+        Response(status: .init(code: answer.status), headers: [.contentType: "application/json"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    static func htmlResponse(_ status: Int, _ html: String) -> Response {
+        Response(status: .init(code: status),
+                 headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                 body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+}
+
+extension HTTPField.Name {
+    static let idempotencyKey = Self("Idempotency-Key")!
+}
+
+/// HTTP basic auth with the dashboard password (any user name): browsers ask for it themselves,
+/// scripts send `curl -u :PASSWORD`.
+struct DashboardAuth: Sendable {
+    let password: String
+
+    func allows(_ request: Request) -> Bool {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return false }
+        return constantTimeEqual(Array(text[text.index(after: colon)...].utf8), Array(password.utf8))
+    }
+
+    func challenge(json: Bool) -> Response {
+        var headers: HTTPFields = [.wwwAuthenticate: "Basic realm=\"crash-collector\", charset=\"UTF-8\""]
+        if json {
+            headers[.contentType] = "application/json"
+            let body = #"{"error":"unauthorized","message":"Dashboard credentials required"}"#
+            return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        headers[.contentType] = "text/html; charset=utf-8"
+        return Response(status: .unauthorized, headers: headers,
+                        body: .init(byteBuffer: ByteBuffer(string: "<!doctype html><title>401</title><p>Dashboard password required.")))
+    }
+}

@@ -1,0 +1,227 @@
+// The read API's JSON (GET /api/issues, /api/issues/{id}, /api/logs, /api/crash-free) and the
+// shapes the dashboard renders from. Wire names are snake_case like the payload they come from.
+import CrashReportModel
+import Foundation
+
+struct IssueJSON: Codable, Equatable {
+    var id: Int64
+    var bundle_id: String
+    var signature: String
+    var kind: String
+    var title: String
+    var subtitle: String
+    var exception_type: String
+    var event_count: Int
+    var user_count: Int
+    var first_seen: String
+    var last_seen: String
+    var versions: [String]
+
+    init(_ issue: IssueSummary) {
+        id = issue.id
+        bundle_id = issue.bundleID
+        signature = issue.signature
+        kind = issue.kind
+        title = issue.title
+        subtitle = issue.subtitle
+        exception_type = issue.exceptionType
+        event_count = issue.eventCount
+        user_count = issue.userCount
+        first_seen = Timestamp.format(issue.firstSeen)
+        last_seen = Timestamp.format(issue.lastSeen)
+        versions = issue.versions
+    }
+}
+
+/// One frame as shown: the payload's frame and whether grouping counted it as the app's.
+struct FrameJSON: Codable, Equatable {
+    var index: Int
+    var address: String
+    var module: String?
+    var module_offset: String?
+    var build_id: String?
+    var function: String?
+    var file: String?
+    var line: Int?
+    var column: Int?
+    var inlined: Bool
+    var in_app: Bool
+}
+
+/// One event of an issue with everything a developer needs to triage it (seed 001's "context").
+struct EventJSON: Codable {
+    var id: Int64
+    var diagnostics_id: String
+    var report_id: String
+    var kind: String
+    var timestamp: String
+    var received_at: String
+    var exception_type: String
+    var exception_message: String
+    var reason: String
+    var symbolicated: Bool
+    var is_partial: Bool
+    var signal: DiagnosticsPayload.SignalInfo?
+    var error: DiagnosticsPayload.ErrorInfo?
+    var termination: DiagnosticsPayload.TerminationInfo?
+    var crashed_thread: String?
+    var frames: [FrameJSON]
+    var stack_trace: [String]
+    var threads: [DiagnosticsPayload.ThreadInfo]
+    var images: [DiagnosticsPayload.Image]
+    var logs: [DiagnosticsPayload.LogEntry]
+    var network_errors: [NetworkErrorDigest]
+    var custom_keys: [String: JSONValue]
+    var custom_data: [String: JSONValue]
+    var user_id: String?
+    var test_run_id: String
+    var app_metadata: AppMetadata
+    var device_metadata: HostMetadata
+    var reporter: DiagnosticsPayload.Reporter?
+
+    init(_ stored: StoredReport) throws {
+        let decoder = JSONDecoder()
+        let report = try decoder.decode(DiagnosticsPayload.CrashReportEntry.self, from: Data(stored.reportJSON.utf8))
+        let payload = try decoder.decode(DiagnosticsPayload.self, from: Data(stored.payloadJSON.utf8))
+        id = stored.id
+        diagnostics_id = stored.diagnosticsID
+        report_id = report.report_id
+        kind = report.kind
+        timestamp = report.timestamp
+        received_at = Timestamp.format(stored.receivedAt)
+        exception_type = report.exception_type
+        exception_message = report.exception_message
+        reason = report.exception_message.isEmpty ? report.exception_type : "\(report.exception_type): \(report.exception_message)"
+        symbolicated = report.symbolicated
+        is_partial = report.is_partial
+        signal = report.signal
+        error = report.error
+        termination = report.termination
+        let thread = report.thread_info.first(where: \.crashed) ?? report.thread_info.first
+        crashed_thread = thread.map { "\($0.name.isEmpty ? "thread" : $0.name) (\($0.id))" }
+        frames = Grouping.crashedFrames(of: report).map { frame in
+            FrameJSON(index: frame.index, address: frame.address, module: frame.module, module_offset: frame.module_offset,
+                      build_id: frame.build_id, function: frame.function, file: frame.file, line: frame.line,
+                      column: frame.column, inlined: frame.inlined, in_app: Grouping.isInApp(frame, images: report.images))
+        }
+        stack_trace = report.stack_trace
+        threads = report.thread_info
+        images = report.images
+        logs = payload.logs
+        network_errors = payload.network_errors
+        custom_keys = payload.custom_keys
+        custom_data = payload.custom_data
+        user_id = payload.user_id
+        test_run_id = payload.test_run_id
+        app_metadata = payload.app_metadata
+        device_metadata = payload.device_metadata
+        reporter = payload.reporter
+    }
+}
+
+struct EventRefJSON: Codable {
+    var id: Int64
+    var diagnostics_id: String
+    var timestamp: String
+    var received_at: String
+    var app_version: String
+    var user_id: String?
+}
+
+struct IssueDetailJSON: Codable {
+    var issue: IssueJSON
+    var latest_event: EventJSON?
+    var events: [EventRefJSON]
+}
+
+struct LogJSON: Codable {
+    var id: Int64
+    var received_at: String
+    var app_id: String?
+    var method: String?
+    var url: String?
+    var status_code: Int?
+    var duration: Int?
+    var timestamp: Int64?
+    var event: JSONValue
+
+    init(_ log: StoredAPILog) {
+        id = log.id
+        received_at = Timestamp.format(log.receivedAt)
+        app_id = log.appID
+        method = log.method
+        url = log.url
+        status_code = log.statusCode
+        duration = log.duration
+        timestamp = log.timestamp
+        event = JSONValue(json: log.eventJSON) ?? .null
+    }
+}
+
+struct CrashFreeJSON: Codable {
+    var bundle_id: String
+    var app_version: String
+    var day: String
+    var sessions: Int
+    var crashed_sessions: Int
+    var crash_free_sessions: Double
+    var users: Int
+    var crashed_users: Int
+    var crash_free_users: Double
+
+    init(_ row: CrashFreeRow) {
+        bundle_id = row.bundleID
+        app_version = row.appVersion
+        day = row.day
+        sessions = row.sessions
+        crashed_sessions = row.crashedSessions
+        crash_free_sessions = row.sessions == 0 ? 1 : Double(row.sessions - row.crashedSessions) / Double(row.sessions)
+        users = row.users
+        crashed_users = row.crashedUsers
+        crash_free_users = row.users == 0 ? 1 : Double(row.users - row.crashedUsers) / Double(row.users)
+    }
+}
+
+struct ReadAPI: Sendable {
+    let store: any Store
+
+    func issues(_ query: IssueQuery) async throws -> APIAnswer {
+        .json(200, ["issues": try await store.issues(query).map(IssueJSON.init)])
+    }
+
+    func issue(id: Int64) async throws -> APIAnswer? {
+        guard let detail = try await issueDetail(id: id) else { return nil }
+        return .json(200, detail)
+    }
+
+    func issueDetail(id: Int64, events limit: Int = 50) async throws -> IssueDetailJSON? {
+        guard let issue = try await store.issue(id: id) else { return nil }
+        let events = try await store.events(issueID: id, limit: limit)
+        return IssueDetailJSON(
+            issue: IssueJSON(issue), latest_event: try events.first.map(EventJSON.init),
+            events: events.map {
+                EventRefJSON(id: $0.id, diagnostics_id: $0.diagnosticsID, timestamp: Timestamp.format($0.occurredAt),
+                             received_at: Timestamp.format($0.receivedAt), app_version: $0.appVersion, user_id: $0.userID)
+            })
+    }
+
+    func logs(limit: Int, appID: String?) async throws -> APIAnswer {
+        .json(200, ["logs": try await store.apiLogs(limit: limit, appID: appID).map(LogJSON.init)])
+    }
+
+    func crashFree(days: Int) async throws -> APIAnswer {
+        .json(200, CrashFreeResponse(
+            targets: .init(crash_free_users: 0.995, crash_free_sessions: 0.999),
+            rows: try await store.crashFree(days: days, now: Date()).map(CrashFreeJSON.init)))
+    }
+
+    struct CrashFreeResponse: Codable {
+        /// Seed 001's targets: >99.5% crash-free users, >99.9% crash-free sessions.
+        struct Targets: Codable {
+            var crash_free_users: Double
+            var crash_free_sessions: Double
+        }
+        var targets: Targets
+        var rows: [CrashFreeJSON]
+    }
+}

@@ -1,0 +1,161 @@
+// The storage interface: what ingest writes and what the read API and dashboard read. SQLiteStore
+// is the default; a PostgreSQL store implements the same protocol so several collectors can share
+// one database. Grouping and validation happen before a store sees a record: stores only persist.
+import CrashReportModel
+import Foundation
+
+public protocol Store: Sendable {
+    /// The 201 body answered the first time this idempotency key was stored, if it was.
+    func answer(forIdempotencyKey key: String) async throws -> String?
+    /// Stores one upload atomically, unless its idempotency key is already stored: then nothing is
+    /// written and the first answer comes back.
+    func ingest(_ record: IngestRecord) async throws -> IngestOutcome
+    /// Stores seed 003 api_log events; the number stored.
+    func insertAPILogs(_ logs: [APILogRecord]) async throws -> Int
+
+    func issues(_ query: IssueQuery) async throws -> [IssueSummary]
+    func issue(id: Int64) async throws -> IssueSummary?
+    /// The issue's events, newest first.
+    func events(issueID: Int64, limit: Int) async throws -> [StoredReport]
+    func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog]
+    /// Crash-free sessions and users per app version and UTC day, over the last `days` days.
+    func crashFree(days: Int, now: Date) async throws -> [CrashFreeRow]
+
+    /// Deletes uploads, reports, sessions and api logs received before `date`, then issues left
+    /// without events.
+    func purge(receivedBefore date: Date) async throws -> PurgeCounts
+}
+
+public enum IngestOutcome: Sendable, Equatable {
+    case stored
+    case duplicate(answer: String)
+}
+
+/// One accepted upload as it is stored: the payload (normalised), the answer it got, and one
+/// report per crash_reports entry, each with its issue signature.
+public struct IngestRecord: Sendable {
+    public var diagnosticsID: String
+    public var idempotencyKey: String?
+    public var testRunID: String
+    public var receivedAt: Date
+    /// The 201 body, kept so that a repeated idempotency key gets the same answer.
+    public var answer: String
+    public var app: AppMetadata
+    public var userID: String?
+    /// Who "a user" is for counting: the user id, else the host's device identifier.
+    public var userKey: String
+    public var payloadJSON: String
+    public var reports: [Report]
+    public var session: Session
+
+    public struct Report: Sendable {
+        public var reportID: String
+        public var kind: String
+        public var occurredAt: Date
+        public var exceptionType: String
+        public var exceptionMessage: String
+        public var symbolicated: Bool
+        public var reportJSON: String
+        /// nil for kinds that are not issues (diagnostics snapshots).
+        public var issue: IssueKey?
+    }
+
+    /// A session is a test_run_id (the runtime's session id): crashed when one of its reports is a crash.
+    public struct Session: Sendable {
+        public var sessionID: String
+        public var appVersion: String
+        public var crashed: Bool
+    }
+}
+
+public struct IssueKey: Sendable, Equatable {
+    public var signature: String
+    public var title: String
+    public var subtitle: String
+    public var exceptionType: String
+}
+
+public struct APILogRecord: Sendable {
+    public var receivedAt: Date
+    public var appID: String?
+    public var method: String?
+    public var url: String?
+    public var statusCode: Int?
+    public var duration: Int?
+    /// Milliseconds since 1970, as the event says.
+    public var timestamp: Int64?
+    public var eventJSON: String
+}
+
+public struct StoredAPILog: Sendable {
+    public var id: Int64
+    public var receivedAt: Date
+    public var appID: String?
+    public var method: String?
+    public var url: String?
+    public var statusCode: Int?
+    public var duration: Int?
+    public var timestamp: Int64?
+    public var eventJSON: String
+}
+
+public struct IssueQuery: Sendable {
+    public var bundleID: String?
+    public var kind: String?
+    public var limit: Int
+    public init(bundleID: String? = nil, kind: String? = nil, limit: Int = 100) {
+        self.bundleID = bundleID
+        self.kind = kind
+        self.limit = limit
+    }
+}
+
+public struct IssueSummary: Sendable, Equatable {
+    public var id: Int64
+    public var bundleID: String
+    public var signature: String
+    public var kind: String
+    public var title: String
+    public var subtitle: String
+    public var exceptionType: String
+    public var eventCount: Int
+    public var userCount: Int
+    public var firstSeen: Date
+    public var lastSeen: Date
+    public var versions: [String]
+}
+
+public struct StoredReport: Sendable {
+    public var id: Int64
+    public var diagnosticsID: String
+    public var reportID: String
+    public var kind: String
+    public var occurredAt: Date
+    public var receivedAt: Date
+    public var appVersion: String
+    public var userID: String?
+    public var reportJSON: String
+    public var payloadJSON: String
+}
+
+public struct CrashFreeRow: Sendable, Equatable {
+    public var bundleID: String
+    public var appVersion: String
+    /// yyyy-MM-dd, UTC.
+    public var day: String
+    public var sessions: Int
+    public var crashedSessions: Int
+    public var users: Int
+    public var crashedUsers: Int
+}
+
+public struct PurgeCounts: Sendable, Equatable {
+    public var uploads: Int
+    public var apiLogs: Int
+    public var issues: Int
+}
+
+extension Date {
+    var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

@@ -1,0 +1,100 @@
+// crash-collector: one command starts the collector on an embedded SQLite file. Flags first, then
+// COLLECTOR_* environment variables, then defaults; it prints the URL it listens on.
+import ArgumentParser
+import Collector
+import Foundation
+import Hummingbird
+import Logging
+
+@main
+struct CrashCollectorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crash-collector",
+        abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
+        discussion: """
+            Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
+            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1.
+            """)
+
+    @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on; 0 picks a free one (default 9090).")
+    var port: Int?
+
+    @Option(help: "SQLite file path (default ./crash-collector.sqlite), or a postgres:// URL.")
+    var database: String?
+
+    @Option(name: .customLong("token"), help: "An ingest token apps send as 'Authorization: Bearer …' (repeatable).")
+    var tokens: [String] = []
+
+    @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name); generated and printed when absent.")
+    var dashboardPassword: String?
+
+    @Option(help: "Delete reports and logs older than this many days; 0 keeps everything (default 30).")
+    var retentionDays: Int?
+
+    @Option(help: "Host name or address the Connect App modal puts in deep links (default: detected LAN address).")
+    var advertisedHost: String?
+
+    @Flag(help: "Accept POST /api/logs without a token (seed 003's DevSee logger sends none).")
+    var anonymousLogs = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    mutating func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let host = host ?? environment["COLLECTOR_HOST"] ?? "127.0.0.1"
+        let port = try port ?? environment["COLLECTOR_PORT"].map(parseInt("COLLECTOR_PORT")) ?? 9090
+        let database = database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
+        var tokens = Set(tokens)
+        if tokens.isEmpty, let list = environment["COLLECTOR_TOKENS"] {
+            tokens = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        guard !tokens.isEmpty else {
+            throw ValidationError("at least one ingest token is required: --token TOKEN or COLLECTOR_TOKENS=a,b")
+        }
+        var password = dashboardPassword ?? environment["COLLECTOR_DASHBOARD_PASSWORD"]
+        var generated = false
+        if password?.isEmpty ?? true {
+            password = (0..<12).map { _ in String("abcdefghijkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
+            generated = true
+        }
+        let retention = try retentionDays ?? environment["COLLECTOR_RETENTION_DAYS"].map(parseInt("COLLECTOR_RETENTION_DAYS")) ?? 30
+        let anonymous = anonymousLogs || environment["COLLECTOR_ANONYMOUS_LOGS"] == "1"
+
+        var logger = Logger(label: "crash-collector")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+
+        let store = try openStore(database)
+        let configuration = CollectorConfiguration(
+            ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
+            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"])
+        let app = CollectorServer.application(
+            store: store, configuration: configuration, host: host, port: port, logger: logger
+        ) { address in
+            let shown = address.host.contains(":") ? "[\(address.host)]" : address.host
+            print("crash-collector listening on http://\(shown):\(address.port)")
+            print("  uploads:   POST http://\(shown):\(address.port)/api/v1/qa/diagnostics, POST /api/logs")
+            print("  dashboard: http://\(shown):\(address.port)/  (user any, password \(generated ? password! : "as configured"))")
+            print("  database:  \(database)")
+            fflush(stdout)
+        }
+        try await app.runService()
+    }
+
+    private func openStore(_ database: String) throws -> any Store {
+        if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
+            throw ValidationError("PostgreSQL is not supported by this build yet; use a SQLite file path")
+        }
+        return try SQLiteStore(path: database)
+    }
+
+    private func parseInt(_ name: String) -> (String) throws -> Int {
+        { text in
+            guard let value = Int(text) else { throw ValidationError("\(name) must be an integer, got \"\(text)\"") }
+            return value
+        }
+    }
+}
