@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // --database postgres://…: several collectors share one database.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),   // postgres-nio's, for sslmode=require
     ],
     targets: [
         // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
@@ -36,6 +39,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .executableTarget(
@@ -49,8 +54,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CollectorTests",
-            dependencies: ["Collector", .product(name: "CrashReportModel", package: "swift-crash-reporting")],
-            resources: [.copy("Fixtures")]
+            dependencies: ["Collector", "CCollectorZlib", .product(name: "CrashReportModel", package: "swift-crash-reporting"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
     ]
 )

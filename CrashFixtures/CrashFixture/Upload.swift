@@ -25,6 +25,21 @@ func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configura
         upload = CrashReporter.Upload()   // endpoint resolved from the environment or a connect URL
     }
     upload.requestTimeout = milliseconds("CRASH_FIXTURE_TIMEOUT_MS") ?? .seconds(2)
+    // Several destinations at once: the collector (when named), Sentry by DSN, an ELK listener.
+    var transports: [any DiagnosticsTransport] = []
+    if let dsn = environment["CRASH_FIXTURE_SENTRY_DSN"], let sentry = SentryTransport(dsn: dsn, timeout: upload.requestTimeout) {
+        transports.append(sentry)
+    }
+    if let url = environment["CRASH_FIXTURE_LOGZIO_URL"].flatMap(URL.init(string:)) {
+        transports.append(LogzioTransport(url: url, token: environment["CRASH_FIXTURE_LOGZIO_TOKEN"] ?? "", timeout: upload.requestTimeout))
+    }
+    if !transports.isEmpty {
+        if let endpoint = upload.endpoint {
+            transports.insert(HTTPTransport(endpoint: endpoint, token: upload.token, timeout: upload.requestTimeout), at: 0)
+        }
+        upload.isEnabled = true
+        upload.transports = transports
+    }
     upload.maxAttemptsPerLaunch = environment["CRASH_FIXTURE_ATTEMPTS"].flatMap(Int.init) ?? 3
     upload.initialBackoff = .milliseconds(50)
     upload.maxBackoff = .milliseconds(400)

@@ -204,10 +204,11 @@ final class Uploader: Sendable {
         var names = directory.recordsOldestFirst(in: directory.pendingFolder)
         // Crash on launch: the crash that may repeat goes first, before any backlog.
         if let first = priorityRecord, let index = names.firstIndex(of: first) { names.insert(names.remove(at: index), at: 0) }
+        var down: Set<String> = []
         for name in names {
             checkStable()
             let builder = PayloadBuilder(app: app, host: host, droppedReports: dropped)
-            guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo) else { return }
+            guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo, down: &down) else { return }
         }
         if settings.transports == nil { _ = sendAPILogs(memo: memo) }   // seed 003's log server is the collector
     }
@@ -273,8 +274,7 @@ final class Uploader: Sendable {
     /// Sends one record to every destination. False when the pass should stop (a destination is
     /// down or misconfigured: the records after this one would fail the same way).
     private func send(_ name: String, destinations: [any DiagnosticsTransport], symbolicator: Symbolicator,
-                      builder: PayloadBuilder, memo: RedactionMemo) -> Bool {
-        if shared.withLock({ $0.attempts[name, default: 0] >= settings.maxAttemptsPerLaunch }) { return true }   // its tries are spent
+                      builder: PayloadBuilder, memo: RedactionMemo, down: inout Set<String>) -> Bool {
         let pending = directory.pendingFolder + "/" + name
         let uploading = directory.uploadingFolder + "/" + name
         // Lock, then move: another process's recovery never takes a file whose lock is held.
@@ -308,26 +308,38 @@ final class Uploader: Sendable {
             return true
         }
 
-        let sentFile = uploading + ".sent"   // destinations that already have it (several transports)
+        // Each destination has its own state: which already have the record (a file beside it),
+        // its tries this launch, and whether it is down for the rest of this pass.
+        let sentFile = uploading + ".sent"
         var sent = Set(((try? String(contentsOfFile: sentFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
+        var waiting = false
         for destination in destinations where !sent.contains(destination.name) {
-            switch deliver(&payload, id: record.id, name: name, to: destination) {
+            let key = destination.name + "|" + name
+            if down.contains(destination.name) || shared.withLock({ $0.attempts[key, default: 0] >= settings.maxAttemptsPerLaunch }) {
+                waiting = true
+                continue
+            }
+            switch deliver(&payload, id: record.id, key: key, to: destination) {
             case .delivered:
                 sent.insert(destination.name)
                 try? Data((sent.sorted().joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: sentFile))
             case .quarantine(let reason):
                 quarantine(name, reason: "\(destination.name): \(reason)")
                 return true
-            case .keep(let stopPass):
-                if shared.withLock({ $0.deleteRequested }) {   // deleteUnsentReports() came during the attempt
-                    unlink(uploading)
-                    unlink(sentFile)
-                    return false
-                }
-                rename(uploading, directory.pendingFolder + "/" + name)
-                if access(sentFile, F_OK) == 0 { rename(sentFile, directory.pendingFolder + "/" + name + ".sent") }
-                return !stopPass
+            case .keep(let destinationDown):
+                if destinationDown { down.insert(destination.name) }
+                waiting = true
             }
+        }
+        if waiting {
+            if shared.withLock({ $0.deleteRequested }) {   // deleteUnsentReports() came during the attempt
+                unlink(uploading)
+                unlink(sentFile)
+                return true
+            }
+            rename(uploading, directory.pendingFolder + "/" + name)
+            if access(sentFile, F_OK) == 0 { rename(sentFile, directory.pendingFolder + "/" + name + ".sent") }
+            return down.count < destinations.count   // the pass goes on while some destination is up
         }
         unlink(uploading)
         unlink(sentFile)
@@ -335,11 +347,12 @@ final class Uploader: Sendable {
         return true
     }
 
+    /// keep(stopPass:) — true: the destination is down or misconfigured for the rest of this pass.
     private enum Verdict { case delivered, quarantine(String), keep(stopPass: Bool) }
 
     /// Seed 000's responses: 201 → done; 400 → quarantine; 413 → shrink once, then quarantine;
     /// 401/403 → keep, configuration error; 5xx / time-out / refused → backoff, bounded tries.
-    private func deliver(_ payload: inout DiagnosticsPayload, id: String, name: String, to destination: any DiagnosticsTransport) -> Verdict {
+    private func deliver(_ payload: inout DiagnosticsPayload, id: String, key: String, to destination: any DiagnosticsTransport) -> Verdict {
         var shrunk = false
         while true {
             let body: Data
@@ -372,12 +385,12 @@ final class Uploader: Sendable {
             case .retryLater(let reason, let after):
                 // The destination answered: this record may be the problem, so once its tries
                 // are spent the pass goes on with the next one.
-                let attempts = countAttempt(name, failure: "\(destination.name): \(reason)")
+                let attempts = countAttempt(key, failure: "\(destination.name): \(reason)")
                 guard attempts < settings.maxAttemptsPerLaunch else { return .keep(stopPass: false) }
                 if let after, after > settings.maxBackoff { return .keep(stopPass: false) }   // it asked for more patience than we have
                 sleep(for: after ?? backoff(attempt: attempts))
             case .unreachable(let reason):
-                let attempts = countAttempt(name, failure: "\(destination.name): \(reason)")
+                let attempts = countAttempt(key, failure: "\(destination.name): \(reason)")
                 guard attempts < settings.maxAttemptsPerLaunch else { return .keep(stopPass: true) }
                 sleep(for: backoff(attempt: attempts))
             }

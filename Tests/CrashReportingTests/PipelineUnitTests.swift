@@ -173,4 +173,39 @@ struct PipelineUnitTests {
             }
         }
     }
+
+    @Test("Sentry: DSN, debug_id from a GNU build-id, rate-limit headers, event shape")
+    func sentry() throws {
+        let dsn = try #require(SentryTransport.DSN("http://abc123@127.0.0.1:8000/sentry/42"))
+        #expect(dsn.publicKey == "abc123" && dsn.projectID == "42")
+        #expect(dsn.envelopeURL.absoluteString == "http://127.0.0.1:8000/sentry/api/42/envelope/")
+        #expect(SentryTransport.DSN("http://127.0.0.1/42") == nil)   // no key
+        // Worked example, checked against the `symbolic` library by the Bugsink research.
+        #expect(SentryEvent.debugID(buildID: "6ecd80ac082cf7f092370ddd19c33d4742da2006") == "ac80cd6e-2c08-f0f7-9237-0ddd19c33d47")
+        #expect(SentryTransport.eventID("6F1C1E4E-2B0A-4C1E-9A57-6F4F1D2F9C11") == "6f1c1e4e2b0a4c1e9a576f4f1d2f9c11")
+        #expect(SentryTransport.retryAfter(["x-sentry-rate-limits": "60::key, 86400:transaction;span:organization"]) == .seconds(60))
+        #expect(SentryTransport.retryAfter(["x-sentry-rate-limits": "86400:transaction;span:organization"]) == nil)
+        #expect(SentryTransport.retryAfter(["retry-after": "7"]) == .seconds(7))
+        let answer = { (status: Int, headers: [String: String]) in
+            SentryTransport.outcome(.response(status: status, headers: headers, body: Data()), eventID: "e")
+        }
+        #expect(answer(200, [:]) == .delivered(receipt: "e"))
+        #expect(answer(429, ["x-sentry-rate-limits": "60::key"]) == .retryLater(reason: "HTTP 429: rate limited", after: .seconds(60)))
+        #expect(answer(403, [:]) == .unauthorized(status: 403, message: ""))
+
+        var payload = Self.payload(logs: 2, crashes: 1, frames: 3)
+        payload.crash_reports[0].images = [.init(path: "/srv/app/Server", build_id: "6ecd80ac082cf7f092370ddd19c33d4742da2006",
+                                                 start: "0x1000", end: "0x3000", bias: "0x1000")]
+        payload.custom_keys = ["flag": true, "count": 3]
+        payload.user_id = "u1"
+        let event = SentryEvent.make(from: payload, eventID: "e")
+        // Bugsink drops (answering 200) events with keys outside Sentry's event schema.
+        let known: Set<String> = ["event_id", "timestamp", "platform", "level", "release", "dist", "environment", "sdk", "contexts",
+                                  "user", "tags", "extra", "breadcrumbs", "fingerprint", "exception", "threads", "debug_meta", "message"]
+        #expect(Set(event.keys).isSubset(of: known), "\(Set(event.keys).subtracting(known))")
+        #expect(event["tags"] as? [String: String] == ["report_kind": "crash", "flag": "true", "count": "3"])
+        let image = try #require(((event["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])?.first)
+        #expect(image["image_size"] as? UInt64 == 0x2000 && image["debug_id"] as? String == "ac80cd6e-2c08-f0f7-9237-0ddd19c33d47")
+        #expect(JSONSerialization.isValidJSONObject(event))
+    }
 }

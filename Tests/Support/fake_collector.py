@@ -12,6 +12,8 @@ cleanly on SIGTERM, or when its parent process dies. Standard library only, plus
   POST /api/v1/qa/diagnostics   the upload: Bearer token, optional gzip, 5 MiB limit (as sent),
                                 JSON Schema validation, idempotency by Idempotency-Key
   POST /api/logs                seed 003's api_log events (one object or an array) -> api_logs
+  POST /logzio?token=&type=     Logz.io's JSON bulk upload (one object per line), each checked
+                                against seed 004's shape (Linux names) -> elk, elk_errors
   POST /control/script          {"responses": [...]} queued answers for the next uploads:
                                 {"status": 500|503|400|401|403|413|201, "message"?, "retry_after"?}
                                 {"delay_seconds": 5, "then": {...}}   {"store_then_hang": true}
@@ -37,6 +39,8 @@ import collections
 import datetime
 import gzip
 import json
+import re
+import urllib.parse
 import os
 import secrets
 import signal
@@ -92,6 +96,7 @@ class Collector:
     def reset(self):
         with self.lock:
             self.requests, self.stored, self.api_logs = [], [], []
+            self.elk, self.elk_errors = [], []
             self.answers = {}  # Idempotency-Key -> the 201 body answered the first time
             self.duplicates = 0
             self.script = collections.deque()
@@ -114,10 +119,39 @@ class Collector:
         with self.lock:
             return {
                 "requests": self.requests, "stored": self.stored, "api_logs": self.api_logs,
+                "elk": self.elk, "elk_errors": self.elk_errors,
                 "unique_keys": list(self.answers), "duplicate_requests": self.duplicates,
                 "invalid_count": sum(not s["valid"] for s in self.stored),
                 "strict": self.strict, "keep_alive": self.keep_alive, "script_pending": len(self.script),
             }
+
+
+def seed004_errors(document):
+    """What a seed 004 document (Linux names: `linux`, `linux.metadata`) gets wrong; empty if nothing."""
+    errors = []
+    def need(key, kind, where=document, prefix=""):
+        if key not in where:
+            errors.append(f"{prefix}{key}: missing")
+        elif not isinstance(where[key], kind) or (kind is int and isinstance(where[key], bool)):
+            errors.append(f"{prefix}{key}: not {kind.__name__}")
+    if not isinstance(document, dict):
+        return ["not an object"]
+    need("code", int); need("domain", str); need("message", str); need("environment", str); need("reported_at", str)
+    if isinstance(document.get("domain"), str) and not document["domain"]:
+        errors.append("domain: empty")
+    if isinstance(document.get("reported_at"), str) and not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", document["reported_at"]):
+        errors.append("reported_at: not ISO 8601 UTC")
+    need("linux", dict); need("linux.metadata", dict)
+    platform = document.get("linux")
+    if isinstance(platform, dict):
+        need("version", str, platform, "linux."); need("build_number", int, platform, "linux.")
+        need("platform", str, platform, "linux."); need("development", bool, platform, "linux.")
+        if platform.get("platform") != "linux":
+            errors.append("linux.platform: not \"linux\"")
+    for stray in ("mobile", "ios.metadata"):
+        if stray in document:
+            errors.append(f"{stray}: iOS name left in")
+    return errors
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -179,6 +213,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, self.collector.state())
         self.send_json(404, {"error": "not_found", "path": self.path})
 
+    def logzio(self, raw):
+        query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        if query.get("token") != [self.collector.token] or not query.get("type"):
+            return self.send_json(401, {"error": "bad token or type"})
+        try:
+            text = (gzip.decompress(raw) if self.headers.get("Content-Encoding") == "gzip" else raw).decode()
+            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except (OSError, ValueError) as error:
+            return self.send_json(400, {"malformedLines": 1, "error": str(error)})
+        problems = [f"line {n + 1}: {e}" for n, d in enumerate(documents) for e in seed004_errors(d)]
+        with self.collector.lock:
+            self.collector.elk.extend(documents)
+            self.collector.elk_errors.extend(problems)
+        return self.send_json(200, {"successfulLines": len(documents), "malformedLines": 0, "oversizedLines": 0, "emptyLogLines": 0})
+
     def do_POST(self):
         raw = self.read_body()
         c = self.collector
@@ -193,6 +242,8 @@ class Handler(BaseHTTPRequestHandler):
             with c.lock:
                 c.api_logs.extend(events)
             return self.send_json(201, {"accepted": len(events)})
+        if self.path.startswith("/logzio"):
+            return self.logzio(raw)
         if self.path.startswith("/control/"):
             try:
                 body = json.loads(raw or b"{}")

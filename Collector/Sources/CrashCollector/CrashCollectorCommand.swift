@@ -67,28 +67,42 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         var logger = Logger(label: "crash-collector")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
-        let store = try openStore(database)
+        let store = try await openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"])
+        let shownPassword = generated ? password! : "as configured"
+        let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(
             store: store, configuration: configuration, host: host, port: port, logger: logger
         ) { address in
             let shown = address.host.contains(":") ? "[\(address.host)]" : address.host
-            print("crash-collector listening on http://\(shown):\(address.port)")
-            print("  uploads:   POST http://\(shown):\(address.port)/api/v1/qa/diagnostics, POST /api/logs")
-            print("  dashboard: http://\(shown):\(address.port)/  (user any, password \(generated ? password! : "as configured"))")
-            print("  database:  \(database)")
-            fflush(stdout)
+            let base = "http://\(shown):\(address.port)"
+            // Written unbuffered: a script waiting for this line gets it at once, even through a pipe.
+            FileHandle.standardOutput.write(Data("""
+                crash-collector listening on \(base)
+                  uploads:   POST \(base)/api/v1/qa/diagnostics, POST \(base)/api/logs
+                  dashboard: \(base)/  (any user name, password \(shownPassword))
+                  database:  \(shownDatabase)
+
+                """.utf8))
         }
         try await app.runService()
+        await store.close()
     }
 
-    private func openStore(_ database: String) throws -> any Store {
+    private func openStore(_ database: String, logger: Logger) async throws -> any Store {
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            throw ValidationError("PostgreSQL is not supported by this build yet; use a SQLite file path")
+            return try await PostgresStore(url: database, logger: logger)
         }
         return try SQLiteStore(path: database)
+    }
+
+    /// A postgres:// URL as it may be printed: the password masked.
+    static func withoutPassword(_ database: String) -> String {
+        guard var url = URLComponents(string: database), url.password != nil else { return database }
+        url.password = "***"
+        return url.string ?? database
     }
 
     private func parseInt(_ name: String) -> (String) throws -> Int {

@@ -119,9 +119,9 @@ enum Grouping {
         }
         if let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
         text = removingGenericArguments(text)
+        text = replacing(text, pattern: " at (0x[0-9a-fA-F]+|[^ ]+:[0-9]+(:[0-9]+)?)", with: "")   // "at file:line"
         text = replacing(text, pattern: "#[0-9]+", with: "")              // closure #2 in → closure in
         text = replacing(text, pattern: "0x[0-9a-fA-F]+", with: "")
-        text = replacing(text, pattern: " at [^ ]+:[0-9]+(:[0-9]+)?", with: "")   // "at file:line"
         text = text.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         return text.isEmpty ? nil : text
     }

@@ -53,10 +53,10 @@ enum ReceivedBody: Sendable {
 }
 
 extension JSONEncoder {
-    /// Answers keep their declaration order and slashes as sent (URLs stay readable).
+    /// Sorted keys (the same answer is the same bytes) and slashes as sent (URLs stay readable).
     static var api: JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 }

@@ -24,6 +24,13 @@ public protocol Store: Sendable {
     /// Deletes uploads, reports, sessions and api logs received before `date`, then issues left
     /// without events.
     func purge(receivedBefore date: Date) async throws -> PurgeCounts
+
+    /// Releases connections; the store is not used afterwards.
+    func close() async
+}
+
+extension Store {
+    public func close() async {}
 }
 
 public enum IngestOutcome: Sendable, Equatable {

@@ -1,0 +1,327 @@
+// The PostgreSQL store (--database postgres://…), for a team that outgrows one machine: several
+// collectors share one database. Same tables as SQLiteStore; what differs is concurrency. Writers
+// in other processes are real here, so idempotency rests on the unique index (INSERT … ON CONFLICT
+// DO NOTHING, then read the first answer) and the schema is created under an advisory lock.
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+public final class PostgresStore: Store {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+
+    /// Connects to `url` (postgres://user:password@host:port/database?sslmode=disable|prefer|require)
+    /// and creates the tables when missing.
+    public init(url: String, logger: Logger) async throws {
+        let configuration = try Self.configuration(url: url)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        // The pool works only while run() does; close() ends it.
+        runner = Task { await client.run() }
+        do {
+            try await migrate()
+        } catch {
+            runner.cancel()
+            throw error
+        }
+    }
+
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    static func configuration(url text: String) throws -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+              let host = url.host, !host.isEmpty else {
+            throw PostgresStoreError("not a postgres:// URL: \(text)")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        let mode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+        default: throw PostgresStoreError("unknown sslmode \(mode)")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: url.user ?? "postgres", password: url.password,
+            database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = 8
+        return configuration
+    }
+
+    static let schema: [PostgresQuery] = [
+        """
+        CREATE TABLE IF NOT EXISTS uploads (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            diagnostics_id TEXT NOT NULL UNIQUE,
+            idempotency_key TEXT UNIQUE,
+            test_run_id TEXT NOT NULL,
+            received_at BIGINT NOT NULL,
+            answer TEXT NOT NULL,
+            bundle_id TEXT NOT NULL,
+            app_name TEXT NOT NULL,
+            app_version TEXT NOT NULL,
+            build_number TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            user_id TEXT,
+            user_key TEXT NOT NULL,
+            payload TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS uploads_received ON uploads(received_at)",
+        """
+        CREATE TABLE IF NOT EXISTS issues (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            bundle_id TEXT NOT NULL,
+            signature TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT NOT NULL,
+            subtitle TEXT NOT NULL,
+            exception_type TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            UNIQUE (bundle_id, signature)
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS reports (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            upload_id BIGINT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
+            issue_id BIGINT REFERENCES issues(id) ON DELETE SET NULL,
+            report_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            occurred_at BIGINT NOT NULL,
+            received_at BIGINT NOT NULL,
+            exception_type TEXT NOT NULL,
+            exception_message TEXT NOT NULL,
+            symbolicated BOOLEAN NOT NULL,
+            app_version TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            report TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS reports_issue ON reports(issue_id, occurred_at)",
+        "CREATE INDEX IF NOT EXISTS reports_upload ON reports(upload_id)",
+        """
+        CREATE TABLE IF NOT EXISTS sessions (
+            bundle_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            app_version TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            day TEXT NOT NULL,
+            first_seen BIGINT NOT NULL,
+            last_seen BIGINT NOT NULL,
+            crashed BOOLEAN NOT NULL,
+            PRIMARY KEY (bundle_id, session_id)
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS sessions_day ON sessions(day)",
+        """
+        CREATE TABLE IF NOT EXISTS api_logs (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            received_at BIGINT NOT NULL,
+            app_id TEXT,
+            method TEXT,
+            url TEXT,
+            status_code BIGINT,
+            duration BIGINT,
+            timestamp BIGINT,
+            event TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS api_logs_received ON api_logs(received_at)",
+    ]
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // Collectors starting together: one creates the tables, the others wait and find them.
+            try await connection.query("SELECT pg_advisory_xact_lock(7311045)", logger: logger)
+            for statement in Self.schema { try await connection.query(statement, logger: logger) }
+        }
+    }
+
+    public func answer(forIdempotencyKey key: String) async throws -> String? {
+        try await first(client.query("SELECT answer FROM uploads WHERE idempotency_key = \(key)", logger: logger), as: String.self)
+    }
+
+    public func ingest(_ record: IngestRecord) async throws -> IngestOutcome {
+        let logger = logger
+        return try await client.withTransaction(logger: logger) { connection -> IngestOutcome in
+            let received = record.receivedAt.millisecondsSince1970
+            let app = record.app
+            let inserted = try await first(connection.query("""
+                INSERT INTO uploads (diagnostics_id, idempotency_key, test_run_id, received_at, answer, bundle_id, app_name,
+                                     app_version, build_number, environment, user_id, user_key, payload)
+                VALUES (\(record.diagnosticsID), \(record.idempotencyKey), \(record.testRunID), \(received), \(record.answer),
+                        \(app.bundle_id), \(app.app_name), \(app.app_version), \(app.build_number), \(app.environment),
+                        \(record.userID), \(record.userKey), \(record.payloadJSON))
+                ON CONFLICT (idempotency_key) DO NOTHING
+                RETURNING id
+                """, logger: logger), as: Int64.self)
+            guard let uploadID = inserted else {
+                // The key is stored (by this or another collector, committed before our insert went on).
+                let key = record.idempotencyKey ?? ""
+                let first = try await first(connection.query("SELECT answer FROM uploads WHERE idempotency_key = \(key)",
+                                                             logger: logger), as: String.self)
+                return .duplicate(answer: first ?? record.answer)
+            }
+            for report in record.reports {
+                var issueID: Int64?
+                if let issue = report.issue {
+                    issueID = try await first(connection.query("""
+                        INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
+                        VALUES (\(app.bundle_id), \(issue.signature), \(report.kind), \(issue.title), \(issue.subtitle),
+                                \(issue.exceptionType), \(received))
+                        ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle
+                        RETURNING id
+                        """, logger: logger), as: Int64.self)
+                }
+                try await connection.query("""
+                    INSERT INTO reports (upload_id, issue_id, report_id, kind, occurred_at, received_at, exception_type,
+                                         exception_message, symbolicated, app_version, user_key, report)
+                    VALUES (\(uploadID), \(issueID), \(report.reportID), \(report.kind), \(report.occurredAt.millisecondsSince1970),
+                            \(received), \(report.exceptionType), \(report.exceptionMessage), \(report.symbolicated),
+                            \(app.app_version), \(record.userKey), \(report.reportJSON))
+                    """, logger: logger)
+            }
+            try await connection.query("""
+                INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
+                VALUES (\(app.bundle_id), \(record.session.sessionID), \(record.session.appVersion), \(record.userKey),
+                        \(SQLiteStore.day(record.receivedAt)), \(received), \(received), \(record.session.crashed))
+                ON CONFLICT (bundle_id, session_id) DO UPDATE SET
+                    last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen),
+                    crashed = sessions.crashed OR EXCLUDED.crashed
+                """, logger: logger)
+            return .stored
+        }
+    }
+
+    public func insertAPILogs(_ logs: [APILogRecord]) async throws -> Int {
+        let logger = logger
+        return try await client.withTransaction(logger: logger) { connection -> Int in
+            for log in logs {
+                try await connection.query("""
+                    INSERT INTO api_logs (received_at, app_id, method, url, status_code, duration, timestamp, event)
+                    VALUES (\(log.receivedAt.millisecondsSince1970), \(log.appID), \(log.method), \(log.url),
+                            \(log.statusCode.map(Int64.init)), \(log.duration.map(Int64.init)), \(log.timestamp), \(log.eventJSON))
+                    """, logger: logger)
+            }
+            return logs.count
+        }
+    }
+
+    private static let issueColumns = """
+        SELECT i.id, i.bundle_id, i.signature, i.kind, i.title, i.subtitle, i.exception_type,
+               COUNT(r.id), COUNT(DISTINCT r.user_key), MIN(r.occurred_at), MAX(r.occurred_at),
+               (SELECT string_agg(v, E'\\n' ORDER BY v) FROM (SELECT DISTINCT app_version AS v FROM reports WHERE issue_id = i.id) d)
+        FROM issues i JOIN reports r ON r.issue_id = i.id
+        """
+
+    private typealias IssueRow = (Int64, String, String, String, String, String, String, Int64, Int64, Int64, Int64, String?)
+
+    private static func issue(_ row: IssueRow) -> IssueSummary {
+        IssueSummary(
+            id: row.0, bundleID: row.1, signature: row.2, kind: row.3, title: row.4, subtitle: row.5, exceptionType: row.6,
+            eventCount: Int(row.7), userCount: Int(row.8), firstSeen: Date(milliseconds: row.9),
+            lastSeen: Date(milliseconds: row.10), versions: (row.11 ?? "").split(separator: "\n").map(String.init))
+    }
+
+    public func issues(_ query: IssueQuery) async throws -> [IssueSummary] {
+        let rows = try await client.query("""
+            \(unescaped: Self.issueColumns)
+            WHERE (\(query.bundleID)::text IS NULL OR i.bundle_id = \(query.bundleID))
+              AND (\(query.kind)::text IS NULL OR i.kind = \(query.kind))
+            GROUP BY i.id ORDER BY MAX(r.occurred_at) DESC, i.id DESC LIMIT \(Int64(max(1, query.limit)))
+            """, logger: logger)
+        var result: [IssueSummary] = []
+        for try await row in rows.decode(IssueRow.self) { result.append(Self.issue(row)) }
+        return result
+    }
+
+    public func issue(id: Int64) async throws -> IssueSummary? {
+        let rows = try await client.query("\(unescaped: Self.issueColumns) WHERE i.id = \(id) GROUP BY i.id", logger: logger)
+        for try await row in rows.decode(IssueRow.self) { return Self.issue(row) }
+        return nil
+    }
+
+    public func events(issueID: Int64, limit: Int) async throws -> [StoredReport] {
+        let rows = try await client.query("""
+            SELECT r.id, u.diagnostics_id, r.report_id, r.kind, r.occurred_at, r.received_at, r.app_version, u.user_id,
+                   r.report, u.payload
+            FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE r.issue_id = \(issueID) ORDER BY r.occurred_at DESC, r.id DESC LIMIT \(Int64(max(1, limit)))
+            """, logger: logger)
+        var result: [StoredReport] = []
+        for try await row in rows.decode((Int64, String, String, String, Int64, Int64, String, String?, String, String).self) {
+            result.append(StoredReport(
+                id: row.0, diagnosticsID: row.1, reportID: row.2, kind: row.3, occurredAt: Date(milliseconds: row.4),
+                receivedAt: Date(milliseconds: row.5), appVersion: row.6, userID: row.7, reportJSON: row.8, payloadJSON: row.9))
+        }
+        return result
+    }
+
+    public func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog] {
+        let rows = try await client.query("""
+            SELECT id, received_at, app_id, method, url, status_code, duration, timestamp, event FROM api_logs
+            WHERE (\(appID)::text IS NULL OR app_id = \(appID)) ORDER BY id DESC LIMIT \(Int64(max(1, limit)))
+            """, logger: logger)
+        var result: [StoredAPILog] = []
+        for try await row in rows.decode((Int64, Int64, String?, String?, String?, Int64?, Int64?, Int64?, String).self) {
+            result.append(StoredAPILog(
+                id: row.0, receivedAt: Date(milliseconds: row.1), appID: row.2, method: row.3, url: row.4,
+                statusCode: row.5.map { Int($0) }, duration: row.6.map { Int($0) }, timestamp: row.7, eventJSON: row.8))
+        }
+        return result
+    }
+
+    public func crashFree(days: Int, now: Date) async throws -> [CrashFreeRow] {
+        let since = SQLiteStore.day(now.addingTimeInterval(-Double(max(1, days) - 1) * 86_400))
+        let rows = try await client.query("""
+            SELECT bundle_id, app_version, day, COUNT(*), SUM(CASE WHEN crashed THEN 1 ELSE 0 END), COUNT(DISTINCT user_key),
+                   COUNT(DISTINCT CASE WHEN crashed THEN user_key END)
+            FROM sessions WHERE day >= \(since)
+            GROUP BY bundle_id, app_version, day ORDER BY day DESC, bundle_id, app_version
+            """, logger: logger)
+        var result: [CrashFreeRow] = []
+        for try await row in rows.decode((String, String, String, Int64, Int64, Int64, Int64).self) {
+            result.append(CrashFreeRow(bundleID: row.0, appVersion: row.1, day: row.2, sessions: Int(row.3),
+                                       crashedSessions: Int(row.4), users: Int(row.5), crashedUsers: Int(row.6)))
+        }
+        return result
+    }
+
+    public func purge(receivedBefore date: Date) async throws -> PurgeCounts {
+        let cutoff = date.millisecondsSince1970
+        let logger = logger
+        return try await client.withTransaction(logger: logger) { connection -> PurgeCounts in
+            func count(_ query: PostgresQuery) async throws -> Int {
+                Int(try await first(connection.query(query, logger: logger), as: Int64.self) ?? 0)
+            }
+            let uploads = try await count("WITH d AS (DELETE FROM uploads WHERE received_at < \(cutoff) RETURNING 1) SELECT COUNT(*) FROM d")
+            try await connection.query("DELETE FROM sessions WHERE last_seen < \(cutoff)", logger: logger)
+            let logs = try await count("WITH d AS (DELETE FROM api_logs WHERE received_at < \(cutoff) RETURNING 1) SELECT COUNT(*) FROM d")
+            let issues = try await count("""
+                WITH d AS (DELETE FROM issues WHERE NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = issues.id) RETURNING 1)
+                SELECT COUNT(*) FROM d
+                """)
+            return PurgeCounts(uploads: uploads, apiLogs: logs, issues: issues)
+        }
+    }
+}
+
+struct PostgresStoreError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The first row's single column, if there is a row (the rest of the sequence is drained).
+private func first<T: PostgresDecodable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> T? {
+    var result: T?
+    for try await value in rows.decode(T.self) where result == nil { result = value }
+    return result
+}

@@ -1,0 +1,186 @@
+// Grouping seen from outside (two identical crashes → one issue), the read API's JSON, and the
+// dashboard pages behind their password.
+import Collector
+import CrashReportModel
+import Foundation
+import Testing
+
+/// The sample crash as another launch would send it: other addresses (ASLR), another line, user.
+func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> DiagnosticsPayload {
+    var payload = try Fixtures.samplePayload()
+    payload.user_id = user
+    payload.app_metadata.app_version = version
+    payload.crash_reports = [payload.crash_reports[0]]
+    var thread = payload.crash_reports[0].thread_info[0]
+    thread.frames = thread.frames.map { frame in
+        var frame = frame
+        frame.address = "0x7ff0" + frame.address.dropFirst(6)
+        frame.line = frame.line.map { $0 + 3 }
+        return frame
+    }
+    payload.crash_reports[0].thread_info = [thread]
+    payload.crash_reports[0].timestamp = "2026-02-17T09:00:00.000Z"
+    payload.crash_reports[0].report_id = UUID().uuidString.lowercased()
+    return payload
+}
+
+@Suite struct ReadAPITests {
+    @Test func twoIdenticalCrashesAreOneIssue() async throws {
+        try await TestCollector.with { collector in
+            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-1").encoded()).status == 201)
+            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-2", version: "2.2.0").encoded()).status == 201)
+            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-2", version: "2.2.0").encoded()).status == 201)
+
+            let answer = try await collector.read("/api/issues?kind=crash")
+            #expect(answer.status == 200)
+            let issues = try #require(answer.json["issues"] as? [[String: Any]])
+            #expect(issues.count == 1)
+            let issue = issues[0]
+            #expect(issue["event_count"] as? Int == 3)
+            #expect(issue["user_count"] as? Int == 2)
+            #expect(issue["versions"] as? [String] == ["2.1.0", "2.2.0"])
+            #expect(issue["title"] as? String == "main.crash()")
+            #expect(issue["subtitle"] as? String == "SIGSEGV: invalid memory access at 0x0")
+            #expect(issue["first_seen"] as? String == "2026-02-17T09:00:00.000Z")
+            #expect(issue["bundle_id"] as? String == "com.example.crashdemo")
+
+            // Another function is another issue.
+            var other = try sameCrashElsewhere(user: "user-3")
+            other.crash_reports[0].thread_info[0].frames[0].function = "main.otherCrash()"
+            #expect(try await collector.upload(try other.encoded()).status == 201)
+            let after = try #require(try await collector.read("/api/issues?kind=crash").json["issues"] as? [[String: Any]])
+            #expect(after.count == 2)
+        }
+    }
+
+    @Test func issueDetailCarriesTheLatestEvent() async throws {
+        try await TestCollector.with { collector in
+            #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)
+            let list = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
+            #expect(Set(list.compactMap { $0["kind"] as? String }) == ["crash", "non_fatal", "abnormal_termination"])
+            let crash = try #require(list.first { $0["kind"] as? String == "crash" })
+            let id = try #require(crash["id"] as? Int)
+
+            let answer = try await collector.read("/api/issues/\(id)")
+            #expect(answer.status == 200)
+            let event = try #require(answer.json["latest_event"] as? [String: Any])
+            #expect(event["reason"] as? String == "SIGSEGV: invalid memory access at 0x0")
+            #expect((event["signal"] as? [String: Any])?["name"] as? String == "SIGSEGV")
+            let frames = try #require(event["frames"] as? [[String: Any]])
+            #expect(frames.count == 4)
+            #expect(frames[0]["function"] as? String == "main.crash()")
+            #expect(frames[0]["line"] as? Int == 12)
+            #expect(frames[0]["in_app"] as? Bool == true)
+            #expect(frames[2]["module"] as? String == "libc.so.6")
+            #expect(frames[2]["in_app"] as? Bool == false)
+            #expect((event["logs"] as? [Any])?.count == 2)
+            #expect((event["network_errors"] as? [[String: Any]])?.first?["status_code"] as? Int == 500)
+            #expect((event["custom_keys"] as? [String: Any])?["plan"] as? String == "free")
+            #expect((event["custom_data"] as? [String: Any])?["selected_child_count"] as? Int == 2)
+            #expect((event["app_metadata"] as? [String: Any])?["app_version"] as? String == "2.1.0")
+            #expect((event["device_metadata"] as? [String: Any])?["virtualization"] as? String == "kvm")
+            #expect(event["user_id"] as? String == "user-1234")
+            #expect((answer.json["events"] as? [Any])?.count == 1)
+
+            #expect(try await collector.read("/api/issues/999999").status == 404)
+            #expect(try await collector.read("/api/issues/abc").status == 404)
+        }
+    }
+
+    @Test func readAPINeedsTheDashboardPassword() async throws {
+        try await TestCollector.with { collector in
+            let anonymous = try await collector.read("/api/issues", authorized: false)
+            #expect(anonymous.status == 401)
+            #expect(anonymous.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
+            // The ingest token is not a dashboard credential.
+            let withToken = try await collector.get("/api/issues", headers: ["Authorization": "Bearer \(TestCollector.token)"])
+            #expect(withToken.status == 401)
+            let wrong = Data("admin:wrong".utf8).base64EncodedString()
+            #expect(try await collector.get("/api/issues", headers: ["Authorization": "Basic \(wrong)"]).status == 401)
+        }
+    }
+
+    @Test func crashFreeRatesPerVersionAndDay() async throws {
+        try await TestCollector.with { collector in
+            // A crashed session and a clean one (a diagnostics snapshot at session end).
+            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-1").encoded()).status == 201)
+            var clean = try Fixtures.samplePayload()
+            clean.test_run_id = "11111111-2222-4333-8444-555555555555"
+            clean.user_id = "user-2"
+            clean.crash_reports = []
+            #expect(try await collector.upload(try clean.encoded()).status == 201)
+
+            let answer = try await collector.read("/api/crash-free?days=7")
+            #expect(answer.status == 200)
+            let rows = try #require(answer.json["rows"] as? [[String: Any]])
+            #expect(rows.count == 1)
+            #expect(rows[0]["sessions"] as? Int == 2)
+            #expect(rows[0]["crashed_sessions"] as? Int == 1)
+            #expect(rows[0]["crash_free_users"] as? Double == 0.5)
+            #expect((answer.json["targets"] as? [String: Any])?["crash_free_sessions"] as? Double == 0.999)
+        }
+    }
+}
+
+@Suite struct DashboardTests {
+    @Test func pagesRenderWithTheIssue() async throws {
+        try await TestCollector.with { collector in
+            #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)
+            let event = #"{"type":"api_log","appId":"com.example.crashdemo","method":"POST","url":"https://api.example.com/v1/photos","statusCode":503,"duration":88,"timestamp":1760000000123,"requestHeaders":{},"responseHeaders":{}}"#
+            #expect(try await collector.request("POST", "/api/logs", headers: ["Authorization": "Bearer \(TestCollector.token)"],
+                                                body: Data(event.utf8)).status == 201)
+
+            let home = try await collector.read("/")
+            #expect(home.status == 200)
+            #expect(home.header("Content-Type")?.hasPrefix("text/html") == true)
+            #expect(home.text.contains("main.crash()"))
+            #expect(home.text.contains("SIGSEGV: invalid memory access at 0x0"))
+            #expect(home.text.contains("Connect App"))
+            #expect(home.text.contains("Crash-free"))
+
+            let issues = try await collector.store.issues(.init(kind: "crash"))
+            let page = try await collector.read("/issues/\(try #require(issues.first).id)")
+            #expect(page.status == 200)
+            for expected in ["main.crash()", "/src/Examples/CrashDemo/main.swift:12", "libc.so.6", "Failed to fetch feed: HTTP 500",
+                             "https://api.example.com/v1/feed/[ID]?date=[REDACTED]", "plan", "QEMU Standard PC", "CrashDemo",
+                             "user-1234", "Breadcrumbs"] {
+                #expect(page.text.contains(h(expected)), "issue page lacks \(expected)")
+            }
+
+            let logs = try await collector.read("/logs")
+            #expect(logs.status == 200)
+            #expect(logs.text.contains("https://api.example.com/v1/photos"))
+            #expect(logs.text.contains("503"))
+
+            #expect(try await collector.read("/issues/424242").status == 404)
+            let anonymous = try await collector.read("/", authorized: false)
+            #expect(anonymous.status == 401)
+            #expect(anonymous.header("WWW-Authenticate")?.contains("Basic") == true)
+        }
+    }
+
+    @Test func connectAppModalAndLink() async throws {
+        try await TestCollector.with { collector in
+            let home = try await collector.read("/")
+            for expected in ["id=\"connect\"", "id=\"app-id\"", "id=\"deep-link\"", "id=\"copy\"", "dev-see-", "0.0.0.0",
+                             "same LAN", "value=\"\(collector.base.port!)\""] {
+                #expect(home.text.contains(expected), "modal lacks \(expected)")
+            }
+            let link = try await collector.read("/api/connect-link?app_id=com.example.app")
+            #expect(link.status == 200)
+            #expect(link.json["deep_link"] as? String
+                    == "dev-see-com.example.app://connect?server_ip=127.0.0.1&server_port=\(collector.base.port!)")
+            #expect(link.json["warning"] as? String != nil)   // loopback only: a phone cannot reach it
+            let invalid = try await collector.read("/api/connect-link?app_id=com..bad%20id")
+            #expect(invalid.status == 400)
+            #expect(invalid.json["valid"] as? Bool == false)
+        }
+    }
+}
+
+/// The dashboard escapes what it shows; tests look for the escaped text.
+private func h(_ text: String) -> String {
+    text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        .replacingOccurrences(of: "'", with: "&#39;")
+}
