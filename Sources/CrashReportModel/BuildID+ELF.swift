@@ -33,7 +33,7 @@ extension BuildID {
             let nameBytes = notes[notes.startIndex + nameStart ..< notes.startIndex + nameStart + nameSize]
             if type == 3, nameSize == 4, Array(nameBytes) == [0x47, 0x4E, 0x55, 0] {   // NT_GNU_BUILD_ID, "GNU\0"
                 let descriptor = notes[notes.startIndex + descriptorStart ..< notes.startIndex + descriptorStart + descriptorSize]
-                return BuildID(hex: descriptor.map { String(format: "%02x", $0) }.joined())
+                return BuildID(hex: hexString(descriptor))
             }
             cursor = next
         }
@@ -86,4 +86,15 @@ extension Data {
         }
         return T(littleEndian: value)
     }
+}
+
+/// Lower-case hex of bytes (String(format:) goes through CVarArg boxing: 1 % of a crashtool run).
+func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
 }

@@ -226,13 +226,7 @@ public struct CrashRecordError: Error, CustomStringConvertible, Equatable {
 
 extension CrashRecord {
     public init(contentsOf url: URL) throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw CrashRecordError(source: url.path, line: 0, reason: "cannot read: \(error.localizedDescription)")
-        }
-        try self.init(data: data, source: url.path)
+        try self.init(data: try readFile(url.path), source: url.path)
     }
 
     /// Parses a record. The first line must be a valid header; later lines that cannot be read

@@ -32,7 +32,55 @@ struct Symbolicate: ParsableCommand {
     @Flag(help: "Do not search /usr/lib/debug.")
     var noSystemDebug = false
 
+    /// The usual form of the command, read without ArgumentParser; nil for anything else.
+    static func parsedQuickly(_ arguments: [String]) -> Options? {
+        guard arguments.first == "symbolicate" else { return nil }
+        var records: [String] = [], directories: [String] = [], format = Format.text, noSystemDebug = false
+        var index = 1
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--debug-dir" || argument == "--format" {
+                guard index + 1 < arguments.count else { return nil }
+                let value = arguments[index + 1]
+                if argument == "--debug-dir" { directories.append(value) } else {
+                    guard let parsed = Format(rawValue: value) else { return nil }
+                    format = parsed
+                }
+                index += 2
+                continue
+            }
+            if argument.hasPrefix("--debug-dir=") {
+                directories.append(String(argument.dropFirst("--debug-dir=".count)))
+            } else if argument.hasPrefix("--format="), let parsed = Format(rawValue: String(argument.dropFirst("--format=".count))) {
+                format = parsed
+            } else if argument == "--no-system-debug" {
+                noSystemDebug = true
+            } else if argument.hasPrefix("-") {
+                return nil   // help, a typo, `--`: ArgumentParser explains
+            } else {
+                records.append(argument)
+            }
+            index += 1
+        }
+        guard !records.isEmpty else { return nil }
+        return Options(records: records, debugDirectories: directories, format: format, noSystemDebug: noSystemDebug)
+    }
+
+    /// The command's inputs as plain values (building the ParsableCommand itself costs its
+    /// property wrappers' setup).
+    struct Options {
+        var records: [String]
+        var debugDirectories: [String]
+        var format: Format
+        var noSystemDebug: Bool
+    }
+
     func run() throws {
+        try Self.run(Options(records: records, debugDirectories: debugDirectories, format: format, noSystemDebug: noSystemDebug))
+    }
+
+    static func run(_ options: Options) throws {
+        let (records, debugDirectories, format, noSystemDebug) = (options.records, options.debugDirectories, options.format, options.noSystemDebug)
         let symbolicator = Symbolicator(locator: DebugFileLocator(options: .init(
             debugDirectories: debugDirectories, useSystemDebugDirectory: !noSystemDebug)))
         let showProgress = records.count > 1 && isatty(STDERR_FILENO) == 1
