@@ -15,9 +15,9 @@ final class Bugsink {
     var project: String { values["BUGSINK_PROJECT_ID"]! }
     static var tools: URL { FixtureSource.mainSwift.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("tools") }
 
-    init() throws {
+    init(_ options: [String] = []) throws {
         state = temporaryFolder("bugsink")
-        try Self.run(Self.tools.appendingPathComponent("bugsink"), ["start", state.path])
+        try Self.run(Self.tools.appendingPathComponent("bugsink"), ["start", state.path] + options)
         let text = try String(contentsOf: state.appendingPathComponent("bugsink.env"), encoding: .utf8)
         values = Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
@@ -90,6 +90,40 @@ struct DestinationTests {
         let issues = try bugsink.query("issues")
         #expect(issues.count == 1, "\(issues)")
         #expect(issues.first?["event_count"] as? Int == 2, "\(issues)")
+    }
+
+    @Test("a non-fatal error reaches Bugsink as level error, handled, with its userInfo and the calling stack")
+    func nonFatalToBugsink() throws {
+        let bugsink = try Bugsink()
+        let scenario = try UploadScenario("sentry-nonfatal")
+        try scenario.run("non-fatal-errors", upload: false)
+        let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn])
+        let delivered = Int(try uploadStatus(run)["delivered"] ?? "") ?? 0
+        #expect(delivered >= 3, "\(run.standardError)")
+        let events = try bugsink.query("events").compactMap { $0["data"] as? [String: Any] }
+        #expect(events.count == delivered)
+        let payment = try #require(events.first { event in
+            ((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first?["type"] as? String == "com.example.crash-fixture.payments 402"
+        })
+        #expect(payment["level"] as? String == "error")
+        let exception = try #require(((payment["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        #expect((exception["mechanism"] as? [String: Any])?["handled"] as? Bool == true)
+        #expect(exception["value"] as? String == "card declined by issuer")
+        let frames = (exception["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
+        #expect(frames.contains { ($0["function"] as? String)?.contains("reportNonFatalErrors") == true })
+    }
+
+    @Test("Bugsink's rate limit (429 + X-Sentry-Rate-Limits): the record is kept for later, not lost")
+    func sentryRateLimited() throws {
+        let bugsink = try Bugsink(["--quota", "1"])
+        let scenario = try UploadScenario("sentry-429")
+        try scenario.run("record-errors", upload: false, ["CRASH_FIXTURE_COUNT": "3"])
+        let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn])
+        let status = try uploadStatus(run)
+        #expect(status["delivered"] == "1" && status["quarantined"] == "0", "\(run.standardError)")
+        #expect(status["unsent"] == "2")
+        #expect(status["failure"]?.contains("429") == true, "\(status)")
+        #expect(try bugsink.query("events").count == 1)
     }
 
     @Test("ELK: a non-fatal error and a crash as seed 004 documents in a Logz.io bulk upload")
