@@ -19,6 +19,7 @@ let package = Package(
         // Already in the graph through Hummingbird; named because the collector imports them.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // --database postgres://…: several collectors share one database.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -38,6 +39,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -54,7 +56,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CollectorTests",
-            dependencies: ["Collector", "CCollectorZlib", .product(name: "CrashReportModel", package: "swift-crash-reporting"),
+            dependencies: ["Collector", "CCollectorZlib", "CrashCollector", .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "PostgresNIO", package: "postgres-nio")]

@@ -78,14 +78,15 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         ) { address in
             let shown = address.host.contains(":") ? "[\(address.host)]" : address.host
             let base = "http://\(shown):\(address.port)"
+            var lines = ["crash-collector listening on \(base)"]
+            if !address.lanURLs.isEmpty { lines.append("  on the LAN: \(address.lanURLs.joined(separator: ", "))") }
+            lines += [
+                "  uploads:   POST \(base)/api/v1/qa/diagnostics, POST \(base)/api/logs",
+                "  dashboard: \(base)/  (any user name, password \(shownPassword))",
+                "  database:  \(shownDatabase)",
+            ]
             // Written unbuffered: a script waiting for this line gets it at once, even through a pipe.
-            FileHandle.standardOutput.write(Data("""
-                crash-collector listening on \(base)
-                  uploads:   POST \(base)/api/v1/qa/diagnostics, POST \(base)/api/logs
-                  dashboard: \(base)/  (any user name, password \(shownPassword))
-                  database:  \(shownDatabase)
-
-                """.utf8))
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         }
         try await app.runService()
         await store.close()

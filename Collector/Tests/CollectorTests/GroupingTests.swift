@@ -3,6 +3,7 @@
 @testable import Collector
 import CrashReportModel
 import Foundation
+import Logging
 import Testing
 
 private func frame(_ index: Int, _ module: String?, _ function: String?, offset: String? = nil, line: Int? = nil)
@@ -134,6 +135,14 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         // The first answer's key went with its upload; the recent one's stays.
         #expect(try await store.answer(forIdempotencyKey: "key-0") == nil)
         #expect(try await store.answer(forIdempotencyKey: "key-1") == "{}")
+
+        // The service the server runs does the same, with --retention-days: the crash is 0 days old,
+        // and a purge two days from now with a one-day horizon leaves nothing.
+        var logger = Logger(label: "retention-test")
+        logger.logLevel = .critical
+        await RetentionService(store: store, days: 1, logger: logger).purgeOnce(now: Date().addingTimeInterval(2 * 86_400))
+        #expect(try await store.issues(IssueQuery()).isEmpty)
+        #expect(try await store.answer(forIdempotencyKey: "key-1") == nil)
         await store.close()
         await database.remove()
     }

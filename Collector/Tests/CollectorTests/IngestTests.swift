@@ -116,6 +116,18 @@ import Testing
         }
     }
 
+    @Test func expectContinueIsAnsweredAtOnce() async throws {
+        // libcurl (the runtime's URLSession) asks first for bodies over 1 MB and waits 1 s otherwise.
+        try await TestCollector.with { collector in
+            let (answer, interim) = try await RawHTTP.request(
+                port: collector.base.port!, method: "POST", path: "/api/v1/qa/diagnostics",
+                headers: ["Authorization": "Bearer \(TestCollector.token)", "Content-Type": "application/json"],
+                body: try Fixtures.samplePayloadData(), expectContinue: true)
+            #expect(interim == 100)
+            #expect(answer.status == 201)
+        }
+    }
+
     @Test func largeJSONThatCompressesUnder5MiBIsAccepted() async throws {
         try await TestCollector.with { collector in
             var payload = try Fixtures.samplePayload()

@@ -100,11 +100,26 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
         }
     }
 
+    @Test func openAPIDocumentIsServedAndNamesEveryRoute() async throws {
+        try await TestCollector.with { collector in
+            let answer = try await collector.get("/openapi.json")
+            #expect(answer.status == 200)
+            let paths = try #require(answer.json["paths"] as? [String: Any])
+            #expect(Set(paths.keys) == ["/api/v1/qa/diagnostics", "/api/logs", "/api/issues", "/api/issues/{id}",
+                                        "/api/crash-free", "/api/connect-link", "/health", "/openapi.json"])
+        }
+    }
+
     @Test func crashFreeRatesPerVersionAndDay() async throws {
         try await TestCollector.with { collector in
-            // A crashed session and a clean one (a diagnostics snapshot at session end).
-            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-1").encoded()).status == 201)
+            // A crashed session and a clean one (a diagnostics snapshot at session end), both today:
+            // a session counts on the day it ran.
+            let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+            var crashed = try sameCrashElsewhere(user: "user-1")
+            crashed.crash_reports[0].timestamp = now
+            #expect(try await collector.upload(try crashed.encoded()).status == 201)
             var clean = try Fixtures.samplePayload()
+            clean.timestamp_collected = now
             clean.test_run_id = "11111111-2222-4333-8444-555555555555"
             clean.user_id = "user-2"
             clean.crash_reports = []
@@ -118,6 +133,14 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(rows[0]["crashed_sessions"] as? Int == 1)
             #expect(rows[0]["crash_free_users"] as? Double == 0.5)
             #expect((answer.json["targets"] as? [String: Any])?["crash_free_sessions"] as? Double == 0.999)
+
+            // February's sample session is counted in February, not on the day it arrived.
+            var february = try Fixtures.samplePayload()
+            february.test_run_id = "22222222-2222-4333-8444-555555555555"
+            #expect(try await collector.upload(try february.encoded()).status == 201)
+            let later = try #require(try await collector.read("/api/crash-free?days=7").json["rows"] as? [[String: Any]])
+            #expect(later.count == 1)
+            #expect(later[0]["sessions"] as? Int == 2)
         }
     }
 }

@@ -14,12 +14,16 @@ struct Dashboard: Sendable {
     func issuesPage() async throws -> String {
         let issues = try await store.issues(IssueQuery(limit: 500))
         let rates = try await store.crashFree(days: 7, now: Date()).prefix(30)
-        var body = "<h1>Issues</h1>"
-        if !rates.isEmpty {
+        var body = """
+            <h1>Issues</h1>
+            <h2>Crash-free, last 7 days</h2>
+            <p class="muted">Targets (seed 001): crash-free users &gt; 99.5%, crash-free sessions &gt; 99.9%.
+            A session is one run's test_run_id, counted on the day it ran when it sent anything.</p>
+            """
+        if rates.isEmpty {
+            body += "<p class=\"empty\">No sessions in the last 7 days.</p>"
+        } else {
             body += """
-                <h2>Crash-free, last 7 days</h2>
-                <p class="muted">Targets (seed 001): crash-free users &gt; 99.5%, crash-free sessions &gt; 99.9%.
-                A session is one run's test_run_id, counted when it sent anything.</p>
                 <table><tr><th>Day</th><th>App</th><th>Version</th><th>Crash-free users</th><th>Crash-free sessions</th>
                 <th>Sessions</th></tr>
                 """
@@ -148,7 +152,7 @@ struct Dashboard: Sendable {
             body += "<p class=\"muted\">None.</p>"
         } else {
             body += "<table class=\"keys\">" + event.custom_keys.sorted { $0.key < $1.key }.map {
-                "<tr><th>\(h($0.key))</th><td>\(h(compactJSON($0.value)))</td></tr>"
+                "<tr><th>\(h($0.key))</th><td>\(h($0.value.string ?? compactJSON($0.value)))</td></tr>"
             }.joined() + "</table>"
         }
         if !event.custom_data.isEmpty {
@@ -224,7 +228,7 @@ struct Dashboard: Sendable {
             <p id="app-id-error" class="error" hidden></p>
             <label>Server host <select id="server-ip">\(options)</select></label>
             <label>Server port <input id="server-port" value="\(port)" readonly></label>
-            <label>Deep link <input id="deep-link" readonly placeholder="enter a bundle id"></label>
+            <label>Deep link <textarea id="deep-link" readonly rows="2" placeholder="enter a bundle id"></textarea></label>
             <p><button type="button" id="copy">Copy link</button> <span id="copied" hidden>Copied</span>
                <button type="button" onclick="document.getElementById('connect').close()">Close</button></p>
             \(warning)
@@ -249,9 +253,11 @@ struct Dashboard: Sendable {
                   '&server_port=' + encodeURIComponent(port.value) : '';
               }
               id.addEventListener('input', update); ip.addEventListener('change', update);
-              document.getElementById('open-connect').addEventListener('click', function () {
-                document.getElementById('connect').showModal(); id.focus();
-              });
+              function open() { document.getElementById('connect').showModal(); id.focus(); }
+              document.getElementById('open-connect').addEventListener('click', open);
+              // A link to #connect (or #connect=<bundle id>) opens the modal, filled in.
+              var hash = decodeURIComponent(location.hash.slice(1));
+              if (hash === 'connect' || hash.indexOf('connect=') === 0) { id.value = hash.slice(8); update(); open(); }
               document.getElementById('copy').addEventListener('click', function () {
                 if (!link.value) { update(); return; }
                 var done = function () { var c = document.getElementById('copied'); c.hidden = false; setTimeout(function () { c.hidden = true; }, 1500); };
@@ -307,7 +313,8 @@ struct Dashboard: Sendable {
         .columns{display:flex;gap:3em;flex-wrap:wrap}
         .level-error td,.level-fatal td{color:#b3261e}
         dialog{border:0;border-radius:8px;padding:1.5em;width:min(560px,90vw);box-shadow:0 8px 30px #0004}
-        dialog label{display:block;margin:.6em 0}dialog input,dialog select{display:block;width:100%;padding:.4em;box-sizing:border-box}
+        dialog label{display:block;margin:.6em 0}dialog input,dialog select,dialog textarea{display:block;width:100%;padding:.4em;box-sizing:border-box}
+        dialog textarea{font:12px ui-monospace,monospace;resize:none}
         .help{color:#4b5563;font-size:.9em}
         """
 }

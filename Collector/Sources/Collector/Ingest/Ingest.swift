@@ -126,13 +126,25 @@ struct Ingest: Sendable {
             userKey: userID ?? "device:\(payload.device_metadata.device_identifier)",
             payloadJSON: String(decoding: try encoder.encode(payload), as: UTF8.self), reports: reports,
             session: .init(sessionID: payload.test_run_id, appVersion: payload.app_metadata.app_version,
-                           crashed: payload.crash_reports.contains { $0.kind == "crash" }))
+                           crashed: payload.crash_reports.contains { $0.kind == "crash" },
+                           day: SQLiteStore.day(sessionDate(payload, receivedAt: receivedAt))))
+    }
+
+    /// When the session ran: its earliest report, else when the payload was collected; never in
+    /// the future (a host with a wrong clock), never before the epoch of sane clocks.
+    static func sessionDate(_ payload: DiagnosticsPayload, receivedAt: Date) -> Date {
+        let reported = payload.crash_reports.compactMap { Timestamp.parse($0.timestamp) }.min()
+            ?? Timestamp.parse(payload.timestamp_collected) ?? receivedAt
+        return reported > receivedAt || reported.timeIntervalSince1970 < 1_000_000_000 ? receivedAt : reported
+    }
+
+    /// Whether a POST /api/logs may go on (checked before its body is read).
+    func mayPostLogs(authorization: String?) -> Bool {
+        (configuration.acceptAnonymousLogs && authorization == nil) || isAuthorized(authorization)
     }
 
     func apiLogs(authorization: String?, contentEncoding: String?, body: ReceivedBody, now: Date = Date()) async throws -> APIAnswer {
-        if !(configuration.acceptAnonymousLogs && authorization == nil) {
-            guard isAuthorized(authorization) else { return .unauthorized }
-        }
+        guard mayPostLogs(authorization: authorization) else { return .unauthorized }
         guard case .complete(let raw) = body else { return .tooLarge }
         let events: [JSONValue]
         do {

@@ -19,6 +19,12 @@ public final class ListeningAddress: Sendable {
     public var host: String { state.withLock { $0.host } }
     public var port: Int { state.withLock { $0.port } }
     func set(port: Int) { state.withLock { $0.port = port } }
+
+    /// URLs other machines can use: this machine's LAN addresses when listening on all interfaces.
+    public var lanURLs: [String] {
+        guard ConnectLink.isWildcard(host) else { return [] }
+        return ConnectLink.lanAddresses().map { "http://\($0):\(port)" }
+    }
 }
 
 public enum CollectorServer {
@@ -37,7 +43,9 @@ public enum CollectorServer {
             services.append(RetentionService(store: store, days: configuration.retentionDays, logger: logger))
         }
         return Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector"),
+            router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
+            configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector"),
             services: services,
             onServerRunning: { channel in
                 if let bound = channel.localAddress?.port { address.set(port: bound) }
@@ -55,6 +63,7 @@ public enum CollectorServer {
         let auth = DashboardAuth(password: configuration.dashboardPassword)
 
         router.get("/health") { _, _ in json(APIAnswer.json(200, ["status": "ok"])) }
+        router.get("/openapi.json") { _, _ in json(APIAnswer(status: 200, body: Data(OpenAPI.document.utf8))) }
 
         router.post("/api/v1/qa/diagnostics") { request, context in
             await answering(logger) {
@@ -62,14 +71,19 @@ public enum CollectorServer {
                 // 401 without the server buffering 5 MB first.
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 let body = try await collect(request, limit: configuration.maxBodyBytes)
-                return try await ingest.diagnostics(
-                    authorization: request.headers[.authorization], idempotencyKey: request.headers[.idempotencyKey],
+                let key = request.headers[.idempotencyKey]
+                let answer = try await ingest.diagnostics(
+                    authorization: request.headers[.authorization], idempotencyKey: key,
                     contentEncoding: request.headers[.contentEncoding], body: body)
+                // One line per upload: what an operator watching the collector wants to see.
+                logger.info("diagnostics \(answer.status) key=\(key ?? "-") \(answer.status == 201 ? "" : String(decoding: answer.body.prefix(200), as: UTF8.self))")
+                return answer
             }
         }
 
         router.post("/api/logs") { request, context in
             await answering(logger) {
+                guard ingest.mayPostLogs(authorization: request.headers[.authorization]) else { return .unauthorized }
                 let body = try await collect(request, limit: configuration.maxBodyBytes)
                 return try await ingest.apiLogs(authorization: request.headers[.authorization],
                                                 contentEncoding: request.headers[.contentEncoding], body: body)

@@ -192,7 +192,7 @@ public final class PostgresStore: Store {
             try await connection.query("""
                 INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
                 VALUES (\(app.bundle_id), \(record.session.sessionID), \(record.session.appVersion), \(record.userKey),
-                        \(SQLiteStore.day(record.receivedAt)), \(received), \(received), \(record.session.crashed))
+                        \(record.session.day), \(received), \(received), \(record.session.crashed))
                 ON CONFLICT (bundle_id, session_id) DO UPDATE SET
                     last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen),
                     crashed = sessions.crashed OR EXCLUDED.crashed
@@ -320,7 +320,7 @@ struct PostgresStoreError: Error, CustomStringConvertible {
 }
 
 /// The first row's single column, if there is a row (the rest of the sequence is drained).
-private func first<T: PostgresDecodable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> T? {
+private func first<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> T? {
     var result: T?
     for try await value in rows.decode(T.self) where result == nil { result = value }
     return result

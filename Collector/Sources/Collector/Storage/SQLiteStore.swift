@@ -149,7 +149,7 @@ public actor SQLiteStore: Store {
                 crashed = max(crashed, excluded.crashed)
             """, [
                 .text(record.app.bundle_id), .text(record.session.sessionID), .text(record.session.appVersion),
-                .text(record.userKey), .text(Self.day(record.receivedAt)), .integer(received), .bool(record.session.crashed),
+                .text(record.userKey), .text(record.session.day), .integer(received), .bool(record.session.crashed),
             ])
         return .stored
     }

@@ -72,6 +72,9 @@ public struct IngestRecord: Sendable {
         public var sessionID: String
         public var appVersion: String
         public var crashed: Bool
+        /// yyyy-MM-dd (UTC) the session is counted on: when it ran, not when its crash arrived
+        /// (a crash is uploaded by the next launch, possibly days later).
+        public var day: String
     }
 }
 

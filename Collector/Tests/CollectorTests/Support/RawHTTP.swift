@@ -1,7 +1,8 @@
-// A minimal HTTP/1.1 client over a plain socket, for the answers URLSession on Linux cannot be
-// trusted with: given a 401 with "WWW-Authenticate: Basic" and no credential delegate, its
-// request never completes. Runs on a thread of its own so that a blocking read never holds one
-// of the few cooperative threads the in-process server's handlers need.
+// A minimal HTTP/1.1 client over a plain socket, for what URLSession on Linux cannot be trusted
+// with or does not show: given a 401 with "WWW-Authenticate: Basic" and no credential delegate its
+// request never completes, and it hides interim answers such as "100 Continue". Runs on a thread
+// of its own so that a blocking read never holds one of the few cooperative threads the
+// in-process server's handlers need.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -12,23 +13,30 @@ enum RawHTTP {
         var description: String
     }
 
-    static func request(port: Int, method: String, path: String, headers: [String: String]) async throws -> HTTPAnswer {
+    /// With `expectContinue`, the head goes out with "Expect: 100-continue" and the body only after
+    /// an interim answer; `interim` then holds that answer's status (nil when none came in time).
+    static func request(port: Int, method: String, path: String, headers: [String: String], body: Data = Data(),
+                        expectContinue: Bool = false) async throws -> (answer: HTTPAnswer, interim: Int?) {
         try await withCheckedThrowingContinuation { continuation in
-            // A thread of its own: Dispatch's global pool is small here (2 cores) and URLSession
-            // needs it, so blocking it would stall the other tests' requests.
             let thread = Thread {
-                continuation.resume(with: Result { try blockingRequest(port: port, method: method, path: path, headers: headers) })
+                continuation.resume(with: Result {
+                    try blockingRequest(port: port, method: method, path: path, headers: headers, body: body,
+                                        expectContinue: expectContinue)
+                })
             }
             thread.start()
         }
     }
 
-    private static func blockingRequest(port: Int, method: String, path: String, headers: [String: String]) throws -> HTTPAnswer {
+    static func request(port: Int, method: String, path: String, headers: [String: String]) async throws -> HTTPAnswer {
+        try await request(port: port, method: method, path: path, headers: headers, body: Data()).answer
+    }
+
+    private static func blockingRequest(port: Int, method: String, path: String, headers: [String: String], body: Data,
+                                        expectContinue: Bool) throws -> (answer: HTTPAnswer, interim: Int?) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -38,39 +46,88 @@ enum RawHTTP {
         }
         guard connected == 0 else { throw Failure(description: "connect: errno \(errno)") }
 
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: 0\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+        if expectContinue { head += "Expect: 100-continue\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
-        let bytes = Array(head.utf8)
+        try sendAll(fd, Array(head.utf8))
+
+        var received: [UInt8] = []
+        var interim: Int?
+        if expectContinue {
+            // libcurl waits 1 s for the interim answer; wait at most that long too.
+            setTimeout(fd, seconds: 1)
+            if let split = try readHead(fd, into: &received) {
+                let status = try statusCode(received[..<split.lowerBound])
+                if (100..<200).contains(status) {
+                    interim = status
+                    received.removeSubrange(..<split.upperBound)
+                }
+            }
+        }
+        if interim != nil || !expectContinue || received.isEmpty { try sendAll(fd, [UInt8](body)) }
+        setTimeout(fd, seconds: 30)
+        // Read to the end of the body Content-Length announces: the server keeps its side open
+        // until the client closes, so waiting for end-of-stream would wait for a time-out.
+        while true {
+            if let split = received.firstRange(of: Array("\r\n\r\n".utf8)),
+               let length = contentLength(String(decoding: received[..<split.lowerBound], as: UTF8.self)),
+               received.count >= split.upperBound + length { break }
+            guard try readSome(fd, into: &received) else { break }
+        }
+        guard let split = received.firstRange(of: Array("\r\n\r\n".utf8)) else { throw Failure(description: "no header end") }
+        let lines = String(decoding: received[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let answer = HTTPAnswer(status: try statusCode(received[..<split.lowerBound]), headers: fields,
+                                body: Data(received[split.upperBound...]))
+        return (answer, interim)
+    }
+
+    private static func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { throw Failure(description: "send: errno \(errno)") }
             sent += count
         }
-        // Read up to the end of the body that Content-Length announces: the server keeps its side
-        // open until the client closes, so waiting for end-of-stream would wait for a time-out.
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    }
+
+    /// Reads until a header block ends; nil on time-out.
+    private static func readHead(_ fd: Int32, into received: inout [UInt8]) throws -> Range<Int>? {
         while true {
-            if let split = response.firstRange(of: Array("\r\n\r\n".utf8)),
-               let length = contentLength(String(decoding: response[..<split.lowerBound], as: UTF8.self)),
-               response.count >= split.upperBound + length { break }
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count == 0 { break }
-            guard count > 0 else { throw Failure(description: "recv: errno \(errno)") }
-            response.append(contentsOf: buffer[0..<count])
+            if let split = received.firstRange(of: Array("\r\n\r\n".utf8)) { return split }
+            do {
+                guard try readSome(fd, into: &received) else { return nil }
+            } catch let failure as Failure where failure.description.contains("errno \(EAGAIN)") {
+                return nil
+            }
         }
-        guard let split = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw Failure(description: "no header end") }
-        let lines = String(decoding: response[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
-        let statusParts = lines[0].split(separator: " ")
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure(description: "bad status line \(lines[0])") }
-        var fields: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return HTTPAnswer(status: status, headers: fields, body: Data(response[split.upperBound...]))
+    }
+
+    /// False at end of stream.
+    private static func readSome(_ fd: Int32, into received: inout [UInt8]) throws -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count == 0 { return false }
+        guard count > 0 else { throw Failure(description: "recv: errno \(errno)") }
+        received.append(contentsOf: buffer[0..<count])
+        return true
+    }
+
+    private static func setTimeout(_ fd: Int32, seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    private static func statusCode(_ head: ArraySlice<UInt8>) throws -> Int {
+        let line = String(decoding: head, as: UTF8.self).components(separatedBy: "\r\n")[0]
+        let parts = line.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line \(line)") }
+        return status
     }
 
     private static func contentLength(_ head: String) -> Int? {

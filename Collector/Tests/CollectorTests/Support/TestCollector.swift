@@ -1,4 +1,4 @@
-// Runs a real collector in-process on a free loopback port, with a fresh SQLite file, and talks to
+// Runs a real collector in-process on a free loopback port, with a fresh database (TestDatabase), and talks to
 // it over HTTP with URLSession (the client the runtime uploads with). One collector per test, so
 // Swift Testing can run them in parallel.
 import Collector
