@@ -67,7 +67,7 @@ let package = Package(
         // Benchmarks print figures (tools/bench-*); none is a test.
         .executableTarget(name: "ContextBenchmark", dependencies: ["CrashReporting"], path: "Benchmarks/ContextBenchmark"),
 
-        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus"]),
+        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus", "Payloads"]),
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
         .target(name: "CrashTestSupport", dependencies: ["CrashReportModel"], path: "Tests/CrashTestSupport"),
         .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture"]),

@@ -119,6 +119,25 @@ public struct HostMetadata: Codable, Sendable, Equatable {
         self.hostname_hash = hostname_hash
         self.virtualization = virtualization
     }
+
+    /// Seed 000's fields are required; the Linux extensions may be missing (an iOS sender).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        device_model = try c.decode(String.self, forKey: .device_model)
+        device_identifier = try c.decode(String.self, forKey: .device_identifier)
+        ios_version = try c.decode(String.self, forKey: .ios_version)
+        locale = try c.decode(String.self, forKey: .locale)
+        timezone = try c.decode(String.self, forKey: .timezone)
+        is_simulator = try c.decode(Bool.self, forKey: .is_simulator)
+        available_storage_mb = try c.decode(Int.self, forKey: .available_storage_mb)
+        total_memory_mb = try c.decode(Int.self, forKey: .total_memory_mb)
+        battery_level = try c.decodeIfPresent(Double.self, forKey: .battery_level)
+        battery_state = try c.decodeIfPresent(String.self, forKey: .battery_state)
+        cpu_model = try c.decodeIfPresent(String.self, forKey: .cpu_model) ?? ""
+        cpu_count = try c.decodeIfPresent(Int.self, forKey: .cpu_count) ?? 0
+        hostname_hash = try c.decodeIfPresent(String.self, forKey: .hostname_hash) ?? ""
+        virtualization = try c.decodeIfPresent(String.self, forKey: .virtualization) ?? "none"
+    }
 }
 
 /// Seed 000's NetworkErrorDigest.
@@ -282,6 +301,15 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             self.user_info = user_info
             self.underlying = underlying
         }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            domain = try c.decode(String.self, forKey: .domain)
+            code = try c.decode(Int.self, forKey: .code)
+            message = try c.decodeIfPresent(String.self, forKey: .message) ?? ""
+            user_info = try c.decodeIfPresent(JSONValue.self, forKey: .user_info) ?? .object([:])
+            underlying = try c.decodeIfPresent([JSONValue].self, forKey: .underlying) ?? []
+        }
     }
 
     public struct TerminationInfo: Codable, Sendable, Equatable {
@@ -324,6 +352,24 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             self.signal = signal
             self.error = error
             self.termination = termination
+        }
+
+        /// Seed 000's fields are required (thread_info may be missing); the extensions default.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            timestamp = try c.decode(String.self, forKey: .timestamp)
+            exception_type = try c.decode(String.self, forKey: .exception_type)
+            exception_message = try c.decode(String.self, forKey: .exception_message)
+            stack_trace = try c.decode([String].self, forKey: .stack_trace)
+            thread_info = try c.decodeIfPresent([ThreadInfo].self, forKey: .thread_info) ?? []
+            report_id = try c.decodeIfPresent(String.self, forKey: .report_id) ?? ""
+            kind = try c.decodeIfPresent(String.self, forKey: .kind) ?? "crash"
+            symbolicated = try c.decodeIfPresent(Bool.self, forKey: .symbolicated) ?? true
+            is_partial = try c.decodeIfPresent(Bool.self, forKey: .is_partial) ?? false
+            images = try c.decodeIfPresent([Image].self, forKey: .images) ?? []
+            signal = try c.decodeIfPresent(SignalInfo.self, forKey: .signal)
+            error = try c.decodeIfPresent(ErrorInfo.self, forKey: .error)
+            termination = try c.decodeIfPresent(TerminationInfo.self, forKey: .termination)
         }
     }
 
@@ -385,6 +431,24 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         self.user_id = user_id
         self.custom_keys = custom_keys
         self.reporter = reporter
+    }
+
+    /// Seed 000's required fields are required; its optional ones and the extensions default,
+    /// so a payload from any seed 000 sender (the seed's own example among them) decodes.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        test_run_id = try c.decode(String.self, forKey: .test_run_id)
+        app_metadata = try c.decode(AppMetadata.self, forKey: .app_metadata)
+        device_metadata = try c.decode(HostMetadata.self, forKey: .device_metadata)
+        timestamp_collected = try c.decode(String.self, forKey: .timestamp_collected)
+        logs = try c.decodeIfPresent([LogEntry].self, forKey: .logs) ?? []
+        network_errors = try c.decodeIfPresent([NetworkErrorDigest].self, forKey: .network_errors) ?? []
+        crash_reports = try c.decodeIfPresent([CrashReportEntry].self, forKey: .crash_reports) ?? []
+        screenshots = try c.decodeIfPresent([ScreenshotRef].self, forKey: .screenshots) ?? []
+        custom_data = try c.decodeIfPresent([String: JSONValue].self, forKey: .custom_data) ?? [:]
+        user_id = try c.decodeIfPresent(String.self, forKey: .user_id)
+        custom_keys = try c.decodeIfPresent([String: JSONValue].self, forKey: .custom_keys) ?? [:]
+        reporter = try c.decodeIfPresent(Reporter.self, forKey: .reporter)
     }
 
     /// Seed 000's size limits.

@@ -78,3 +78,22 @@ struct CrashRecordTests {
         #expect(record.problems == [#"line 2: frame: "address" is not a 0x… address"#])
     }
 }
+
+@Suite("Diagnostics payload")
+struct DiagnosticsPayloadTests {
+    @Test("seed 000's own example payload decodes (its optional fields and our extensions may be missing)")
+    func seedExample() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Payloads/seed000-example-payload.json")
+        let payload = try JSONDecoder().decode(DiagnosticsPayload.self, from: Data(contentsOf: url))
+        #expect(payload.test_run_id == "550e8400-e29b-41d4-a716-446655440000")
+        #expect(payload.device_metadata.device_model == "iPhone 14" && payload.device_metadata.cpu_count == 0)
+        #expect(payload.logs.count == 2 && payload.network_errors.first?.status_code == 500)
+        #expect(payload.crash_reports.isEmpty && payload.custom_keys.isEmpty && payload.user_id == nil)
+        #expect(payload.custom_data["selected_child_count"] == .int(2))
+    }
+
+    @Test("a payload without its required fields does not decode")
+    func missingRequired() {
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(DiagnosticsPayload.self, from: Data(#"{"app_metadata":{}}"#.utf8)) }
+    }
+}

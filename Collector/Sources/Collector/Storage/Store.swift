@@ -78,12 +78,7 @@ public struct IngestRecord: Sendable {
     }
 }
 
-public struct IssueKey: Sendable, Equatable {
-    public var signature: String
-    public var title: String
-    public var subtitle: String
-    public var exceptionType: String
-}
+public typealias IssueKey = CrashGrouping.IssueKey
 
 public struct APILogRecord: Sendable {
     public var receivedAt: Date
