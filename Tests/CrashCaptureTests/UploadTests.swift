@@ -36,6 +36,21 @@ struct UploadScenario {
 
     func state() throws -> FakeCollector.State { try collector.state() }
 
+    /// A fixture that uploads and then waits to be killed (with a long request time-out, so the
+    /// kill, not the time-out, ends the upload the collector holds).
+    func startUploaderToKill() throws -> Process {
+        let process = Process()
+        process.executableURL = BuildConfiguration.debug.fixtureURL
+        process.arguments = ["upload-then-wait-for-kill", directory.path]
+        var env = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        env["CRASH_FIXTURE_TIMEOUT_MS"] = "60000"
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Every stored payload valid against the schema.
     func expectAllValid(sourceLocation: SourceLocation = #_sourceLocation) throws {
         let state = try state()
@@ -227,13 +242,7 @@ struct UploadTests {
         let scenario = try UploadScenario("kill")
         try scenario.run("context-then-crash", upload: false)
         try scenario.collector.script([["store_then_hang": true]])
-        let process = Process()
-        process.executableURL = BuildConfiguration.debug.fixtureURL
-        process.arguments = ["upload-then-wait-for-kill", scenario.directory.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(scenario.environment.merging(["CRASH_FIXTURE_TIMEOUT_MS": "60000"]) { _, b in b }) { _, b in b }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try scenario.startUploaderToKill()
         let deadline = Date().addingTimeInterval(30)
         while try scenario.state().stored.isEmpty && Date() < deadline { usleep(50_000) }
         #expect(scenario.files("uploading").count == 1)   // in flight when killed
@@ -262,13 +271,7 @@ struct UploadTests {
         let crashID = try #require(scenario.files("pending").first)
         for round in 1...3 {
             try scenario.collector.script([["store_then_hang": true]])
-            let process = Process()
-            process.executableURL = BuildConfiguration.debug.fixtureURL
-            process.arguments = ["upload-then-wait-for-kill", scenario.directory.path]
-            process.environment = ProcessInfo.processInfo.environment.merging(scenario.environment.merging(["CRASH_FIXTURE_TIMEOUT_MS": "60000"]) { _, b in b }) { _, b in b }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try scenario.startUploaderToKill()
             let deadline = Date().addingTimeInterval(30)
             while try scenario.state().requests.filter({ $0.status == nil }).count < round && Date() < deadline { usleep(50_000) }
             kill(process.processIdentifier, SIGKILL)
