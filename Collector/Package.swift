@@ -30,10 +30,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The system's zlib, to gunzip request bodies (named apart from the root package's CZlib).
         .systemLibrary(name: "CCollectorZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // The system's libqrencode (Debian libqrencode-dev): the Connect App modal's QR code.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .target(
             name: "Collector",
             dependencies: [
-                "CSQLite", "CCollectorZlib",
+                "CSQLite", "CCollectorZlib", "CQREncode",
                 .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -102,6 +102,71 @@ import Testing
         }
     }
 
+    /// Found by tools/collector-schemathesis: a cpu_count of 5696625466682551145479536640 trapped in
+    /// Int(_:) and took the collector down. Numbers past Int's range are a 400 now, whole doubles
+    /// still count.
+    @Test func numbersPastIntRangeAre400AndTheCollectorStaysUp() async throws {
+        try await TestCollector.with { collector in
+            let sample = try Fixtures.samplePayloadData()
+            let text = String(decoding: sample, as: UTF8.self)
+            for (field, value) in [("cpu_count", "5696625466682551145479536640"), ("cpu_count", "1e300"),
+                                   ("total_memory_mb", "1e20"), ("available_storage_mb", "-9.3e18"),
+                                   ("total_memory_mb", "100000000000000000000")] {
+                let body = try #require(text.range(of: "\"\(field)\": ")).upperBound
+                let end = try #require(text[body...].firstIndex { $0 == "," || $0 == "\n" || $0 == "}" })
+                let changed = text.replacingCharacters(in: body..<end, with: value)
+                let answer = try await collector.upload(Data(changed.utf8))
+                #expect(answer.status == 400, "\(field): \(value) answered \(answer.status) \(answer.text)")
+                #expect(answer.json["error"] as? String == "validation_failed")
+            }
+            var object = try #require(try JSONSerialization.jsonObject(with: sample) as? [String: Any])
+            var device = try #require(object["device_metadata"] as? [String: Any])
+            device["total_memory_mb"] = 16384.0
+            device["cpu_count"] = 8.0
+            object["device_metadata"] = device
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 201)
+            #expect(try await collector.get("/health").status == 200)
+        }
+    }
+
+    /// Found by tools/collector-schemathesis on PostgreSQL: a payload string with U+0000 (valid JSON,
+    /// "\u0000") was a 500 there (text cannot hold it), for ever retried by the runtime. Stored
+    /// now on both stores, as U+FFFD in text columns; filters with it find what was stored.
+    @Test func nulCharactersInStringsAreStored() async throws {
+        try await TestCollector.with { collector in
+            var payload = try sameCrashElsewhere(user: "user\u{0}1")
+            payload.app_metadata.bundle_id = "com.example\u{0}nul"
+            payload.app_metadata.app_version = "2.1\u{0}"
+            payload.test_run_id = "run\u{0}1"
+            payload.crash_reports[0].exception_type = "SIG\u{0}SEGV"
+            payload.crash_reports[0].report_id = "report\u{0}1"
+            payload.crash_reports[0].thread_info[0].frames[0].function = "main.cr\u{0}ash()"
+            payload.logs[0].message = "a\u{0}b"
+            let answer = try await collector.upload(try payload.encoded())
+            #expect(answer.status == 201, "\(answer.text)")
+            #expect(answer.json["test_run_id"] as? String == "run\u{0}1")
+
+            let issues = try #require(try await collector.read("/api/issues?bundle_id=com.example%00nul").json["issues"] as? [[String: Any]])
+            #expect(issues.count == 1)
+            #expect(issues.first?["title"] as? String == "main.cr\u{FFFD}ash()")
+            #expect(issues.first?["bundle_id"] as? String == "com.example\u{FFFD}nul")
+            let id = try #require(issues.first?["id"] as? Int)
+            let detail = try await collector.read("/api/issues/\(id)")
+            #expect(detail.status == 200)
+            let event = try #require(detail.json["latest_event"] as? [String: Any])
+            #expect((event["frames"] as? [[String: Any]])?.first?["function"] as? String == "main.cr\u{0}ash()")   // the JSON as sent
+            #expect(try await collector.read("/issues/\(id)").status == 200)
+            #expect(try await collector.read("/").status == 200)
+
+            let log = #"{"type":"api_log","appId":"com.example\u0000nul","method":"GET","url":"https://x/\u0000","statusCode":200}"#
+            #expect(try await collector.request("POST", "/api/logs", headers: ["Authorization": "Bearer \(TestCollector.token)"],
+                                                body: Data(log.utf8)).status == 201)
+            let logs = try #require(try await collector.read("/api/logs?app_id=com.example%00nul").json["logs"] as? [[String: Any]])
+            #expect(logs.count == 1)
+            #expect(try await collector.read("/logs").status == 200)
+        }
+    }
+
     @Test func over5MiBAsSentIs413() async throws {
         try await TestCollector.with { collector in
             // Sent uncompressed: the limit is on the body as sent, one byte over.

@@ -1,6 +1,6 @@
 // Server-rendered dashboard pages: issues (with seed 001's crash-free rates), one issue's latest
 // event, the API logs of seed 003, and seed 002's Connect App modal. Plain HTML with every value
-// escaped; the only script is the modal's (validation, deep link, copy).
+// escaped; the only script is the modal's (validation, deep link, QR image, copy).
 import CrashReportModel
 import Foundation
 
@@ -211,7 +211,35 @@ struct Dashboard: Sendable {
         return .json(error == nil ? 200 : 400, ConnectLinkBody(
             app_id: appID, valid: error == nil, error: error, server_ip: host, server_port: address.port,
             deep_link: error == nil ? ConnectLink.deepLink(appID: appID, host: host, port: address.port) : nil,
+            qr_svg: error == nil ? ConnectLink.qrPath(appID: appID, host: host, port: address.port) : nil,
             warning: ConnectLink.isLoopback(host) ? Self.loopbackWarning : nil))
+    }
+
+    enum QRAnswer {
+        case svg(String)
+        case invalid(APIAnswer)
+    }
+
+    /// GET /connect/qr.svg?app_id=&host=&port=: the deep link's QR code. The modal passes the host
+    /// and port it shows; either may be left out for the detected ones. The same rules as the modal
+    /// and seed 002 §5.2: a bundle id, an IPv4 address or host name, a port in 1...65535 (400 else).
+    func connectQR(appID: String?, host: String?, port: String?) -> QRAnswer {
+        let appID = appID ?? ""
+        let host = host ?? ConnectLink.candidateHosts(boundHost: address.host, advertised: advertisedHost)[0]
+        var details: [String] = []
+        if let error = ConnectLink.validate(appID: appID) { details.append(error) }
+        if let error = ConnectLink.validate(host: host) { details.append(error) }
+        let portNumber = port.map(ConnectLink.port) ?? address.port
+        if portNumber == nil { details.append("The server port is an integer from 1 to 65535") }
+        guard details.isEmpty, let portNumber else {
+            return .invalid(.error(400, "validation_failed", details.joined(separator: "; "), details: details))
+        }
+        let link = ConnectLink.deepLink(appID: appID, host: host, port: portNumber)
+        // Unreachable with the limits above (a version 40 symbol holds 2,331 bytes at level M).
+        guard let code = QRCode(link) else {
+            return .invalid(.error(400, "qr_failed", "The deep link does not fit in a QR code"))
+        }
+        return .svg(code.svg(title: link))
     }
 
     static let loopbackWarning = "This collector listens on 127.0.0.1 only: a phone or another machine cannot reach it. Restart it with --host 0.0.0.0."
@@ -229,6 +257,9 @@ struct Dashboard: Sendable {
             <label>Server host <select id="server-ip">\(options)</select></label>
             <label>Server port <input id="server-port" value="\(port)" readonly></label>
             <label>Deep link <textarea id="deep-link" readonly rows="2" placeholder="enter a bundle id"></textarea></label>
+            <figure id="qr-box" hidden><img id="qr" alt="QR code of the deep link" width="216" height="216">
+            <figcaption>Scan with the phone's camera: the app opens and sends to this collector.</figcaption></figure>
+            <p id="qr-error" class="error" hidden>The QR code could not be generated.</p>
             <p><button type="button" id="copy">Copy link</button> <span id="copied" hidden>Copied</span>
                <button type="button" onclick="document.getElementById('connect').close()">Close</button></p>
             \(warning)
@@ -241,7 +272,8 @@ struct Dashboard: Sendable {
             (function () {
               var id = document.getElementById('app-id'), ip = document.getElementById('server-ip'),
                   port = document.getElementById('server-port'), link = document.getElementById('deep-link'),
-                  error = document.getElementById('app-id-error');
+                  error = document.getElementById('app-id-error'), qr = document.getElementById('qr'),
+                  qrBox = document.getElementById('qr-box'), qrError = document.getElementById('qr-error');
               // The server's rule (ConnectLink.validate): dot-separated labels of letters, digits, hyphens.
               var valid = /^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$/;
               function update() {
@@ -251,8 +283,22 @@ struct Dashboard: Sendable {
                 error.textContent = ok ? '' : 'A bundle id has letters, digits and hyphens, separated by dots (e.g. com.example.app)';
                 link.value = ok ? 'dev-see-' + value + '://connect?server_ip=' + encodeURIComponent(ip.value) +
                   '&server_port=' + encodeURIComponent(port.value) : '';
+                // The QR code of the same link, drawn by the server (libqrencode), redrawn on every change.
+                if (ok) {
+                  var src = '/connect/qr.svg?app_id=' + encodeURIComponent(value) + '&host=' + encodeURIComponent(ip.value) +
+                    '&port=' + encodeURIComponent(port.value);
+                  if (qr.getAttribute('src') !== src) { qr.setAttribute('src', src); }
+                  qrBox.hidden = false;
+                } else {
+                  qr.removeAttribute('src'); qrBox.hidden = true; qrError.hidden = true;
+                }
               }
-              id.addEventListener('input', update); ip.addEventListener('change', update);
+              qr.addEventListener('load', function () { qrError.hidden = true; qrBox.hidden = !qr.getAttribute('src'); });
+              qr.addEventListener('error', function () {
+                if (!qr.getAttribute('src')) { return; }
+                qrBox.hidden = true; qrError.hidden = false;
+              });
+              id.addEventListener('input', update); ip.addEventListener('change', update); port.addEventListener('input', update);
               function open() { document.getElementById('connect').showModal(); id.focus(); }
               document.getElementById('open-connect').addEventListener('click', open);
               // A link to #connect (or #connect=<bundle id>) opens the modal, filled in.
@@ -316,6 +362,8 @@ struct Dashboard: Sendable {
         dialog label{display:block;margin:.6em 0}dialog input,dialog select,dialog textarea{display:block;width:100%;padding:.4em;box-sizing:border-box}
         dialog textarea{font:12px ui-monospace,monospace;resize:none}
         .help{color:#4b5563;font-size:.9em}
+        dialog figure{margin:.6em 0;text-align:center}dialog figure img{display:block;margin:0 auto;image-rendering:pixelated}
+        dialog figcaption{color:#4b5563;font-size:.85em}
         """
 }
 

@@ -81,7 +81,9 @@ enum PayloadDecoding {
             case (.string, .string): return true
             case (.nonEmptyString, .string(let text)): return !text.isEmpty
             case (.bool, .bool), (.number, .int), (.object, .object), (.array, .array): return true
-            case (.number, .double(let number)): return number.rounded() == number
+            // A whole number an Int holds: 1e20 (or 100000000000000000000, which JSON parsing
+            // makes a Double) is out of range, not a number of megabytes.
+            case (.number, .double(let number)): return Int(exactly: number) != nil
             default: return false
             }
         }
@@ -109,8 +111,12 @@ enum PayloadDecoding {
                                   ("virtualization", .string("none"))] where isAbsent(device[name]) {
                 device[name] = value
             }
+            // 124.0 (a JavaScript sender) is 124. A number past Int's range stays a Double, which
+            // the model's decoding then refuses (400): Int(_:) would trap and take the server down.
             for name in ["available_storage_mb", "total_memory_mb", "cpu_count"] {
-                if case .double(let number)? = device[name] { device[name] = .int(Int(number)) }
+                if case .double(let number)? = device[name], let whole = Int(exactly: number.rounded(.towardZero)) {
+                    device[name] = .int(whole)
+                }
             }
             payload["device_metadata"] = .object(device)
         }

@@ -128,6 +128,20 @@ public enum CollectorServer {
             return json(dashboard.connectLink(appID: appID))
         }
 
+        // The Connect App modal's QR code (seed 002): SVG drawn with libqrencode.
+        router.get("/connect/qr.svg") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            let query = request.uri.queryParameters
+            switch dashboard.connectQR(appID: query.get("app_id"), host: query.get("host"), port: query.get("port")) {
+            case .svg(let svg):
+                // The same query always draws the same code.
+                return Response(status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "private, max-age=3600"],
+                                body: .init(byteBuffer: ByteBuffer(string: svg)))
+            case .invalid(let answer):
+                return json(answer)
+            }
+        }
+
         // Dashboard pages.
         router.get("/") { request, context in
             guard auth.allows(request) else { return auth.challenge(json: false) }

@@ -13,6 +13,8 @@ struct ConnectLinkBody: Codable, Equatable {
     var server_ip: String
     var server_port: Int
     var deep_link: String?
+    /// The dashboard path of the link's QR code (SVG), when the link is valid.
+    var qr_svg: String?
     /// Set when the collector listens on loopback only: a phone cannot reach it.
     var warning: String?
 }
@@ -28,6 +30,35 @@ enum ConnectLink {
             !label.isEmpty && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
         }
         return valid ? nil : "A bundle id has letters, digits and hyphens, separated by dots (e.g. com.example.app)"
+    }
+
+    /// Seed 002 §5.2: `server_ip` is an IPv4 address or a host name (dot-separated labels of
+    /// letters, digits and hyphens, 63 characters each, 253 in all).
+    static func validate(host: String) -> String? {
+        if host.isEmpty { return "The server host is missing" }
+        if host.utf8.count > 253 { return "The server host is too long" }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        let valid = labels.allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
+        return valid ? nil : "The server host is an IPv4 address or a host name (e.g. 192.168.1.23)"
+    }
+
+    /// Seed 002 §5.2: `server_port` is an integer 1...65535.
+    static func port(_ text: String) -> Int? {
+        guard !text.isEmpty, text.count <= 5, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let port = Int(text), (1...65535).contains(port) else { return nil }
+        return port
+    }
+
+    /// The dashboard path serving the QR code of a link (GET /connect/qr.svg).
+    static func qrPath(appID: String, host: String, port: Int) -> String {
+        var components = URLComponents()
+        components.path = "/connect/qr.svg"
+        components.queryItems = [URLQueryItem(name: "app_id", value: appID), URLQueryItem(name: "host", value: host),
+                                 URLQueryItem(name: "port", value: String(port))]
+        return components.string ?? "/connect/qr.svg"
     }
 
     static func deepLink(appID: String, host: String, port: Int) -> String {

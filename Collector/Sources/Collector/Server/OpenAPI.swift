@@ -1,6 +1,8 @@
 // The OpenAPI 3.1 document served at GET /openapi.json: every endpoint, its credential and its
-// answers. The full payload schema is the runtime's Schemas/diagnostics-payload.schema.json; here
-// only what the collector itself requires (seed 000's required fields) is spelled out.
+// answers. The payload's schemas (DiagnosticsPayload … Screenshot) are the runtime's
+// Schemas/diagnostics-payload.schema.json with $refs into components, test_run_id relaxed to any
+// non-empty string (OpenAPITests keeps them in step), so a fuzzer's valid payloads are ones the
+// collector stores (tools/collector-schemathesis).
 enum OpenAPI {
     static let document = #"""
     {
@@ -33,19 +35,291 @@ enum OpenAPI {
                            "status": {"const": "accepted"}}
           },
           "DiagnosticsPayload": {
-            "description": "Seed 000's payload; the full schema with the Linux extensions is Schemas/diagnostics-payload.schema.json.",
-            "type": "object", "required": ["test_run_id", "app_metadata", "device_metadata", "timestamp_collected"],
+            "description": "Seed 000's payload with the Linux extensions: the runtime's Schemas/diagnostics-payload.schema.json, but for test_run_id (any non-empty string). The collector checks seed 000's required fields and what its model needs; fields it does not know are ignored.",
+            "type": "object",
+            "required": ["test_run_id", "app_metadata", "device_metadata", "timestamp_collected"],
+            "additionalProperties": false,
             "properties": {
-              "test_run_id": {"type": "string"},
-              "app_metadata": {"type": "object",
-                               "required": ["app_name", "app_version", "build_number", "bundle_id", "environment"]},
-              "device_metadata": {"type": "object",
-                                  "required": ["device_model", "device_identifier", "ios_version", "locale", "timezone",
-                                               "is_simulator", "available_storage_mb", "total_memory_mb"]},
-              "timestamp_collected": {"type": "string"},
-              "logs": {"type": "array"}, "network_errors": {"type": "array"}, "crash_reports": {"type": "array"},
-              "screenshots": {"type": "array"}, "custom_data": {"type": "object"}
+              "test_run_id": {
+                "description": "The runtime's session id (a UUID); any non-empty string is accepted.",
+                "type": "string",
+                "minLength": 1
+              },
+              "app_metadata": {"$ref": "#/components/schemas/AppMetadata"},
+              "device_metadata": {"$ref": "#/components/schemas/DeviceMetadata"},
+              "timestamp_collected": {"$ref": "#/components/schemas/Timestamp"},
+              "logs": {"type": "array", "maxItems": 500, "items": {"$ref": "#/components/schemas/LogEntry"}},
+              "network_errors": {"type": "array", "maxItems": 100, "items": {"$ref": "#/components/schemas/NetworkError"}},
+              "crash_reports": {"type": "array", "maxItems": 5, "items": {"$ref": "#/components/schemas/CrashReport"}},
+              "screenshots": {"type": "array", "maxItems": 20, "items": {"$ref": "#/components/schemas/Screenshot"}},
+              "custom_data": {
+                "type": "object",
+                "description": "Free-form; at most 100 KB serialized (seed 000), checked by the collector."
+              },
+              "user_id": {"description": "Extension.", "type": ["string", "null"]},
+              "custom_keys": {
+                "description": "Extension: CrashReporter.setCustomKey values.",
+                "type": "object",
+                "additionalProperties": {"type": ["string", "number", "boolean"]}
+              },
+              "reporter": {
+                "description": "Extension: the uploading library.",
+                "type": "object",
+                "required": ["name", "version", "dropped_reports"],
+                "additionalProperties": false,
+                "properties": {
+                  "name": {"type": "string", "minLength": 1},
+                  "version": {"type": "string", "minLength": 1},
+                  "dropped_reports": {"type": "integer", "minimum": 0}
+                }
+              }
             }
+          },
+          "Timestamp": {
+            "description": "ISO 8601 / RFC 3339 date-time with a time zone, e.g. 2026-02-16T14:30:00.000Z.",
+            "type": "string",
+            "format": "date-time",
+            "pattern": "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+          },
+          "HexAddress": {"type": "string", "pattern": "^0x[0-9a-f]+$"},
+          "BuildID": {
+            "description": "Lower-case hex; empty when the module has none.",
+            "type": "string",
+            "pattern": "^[0-9a-f]*$"
+          },
+          "AppMetadata": {
+            "type": "object",
+            "required": ["app_name", "app_version", "build_number", "bundle_id", "environment"],
+            "additionalProperties": false,
+            "properties": {
+              "app_name": {"type": "string"},
+              "app_version": {"type": "string"},
+              "build_number": {"type": "string"},
+              "bundle_id": {"type": "string"},
+              "environment": {
+                "description": "Seed 000 names development, staging, production; any is accepted.",
+                "type": "string",
+                "minLength": 1
+              }
+            }
+          },
+          "DeviceMetadata": {
+            "type": "object",
+            "required": [
+              "device_model",
+              "device_identifier",
+              "ios_version",
+              "locale",
+              "timezone",
+              "is_simulator",
+              "available_storage_mb",
+              "total_memory_mb"
+            ],
+            "additionalProperties": false,
+            "properties": {
+              "device_model": {"type": "string"},
+              "device_identifier": {"type": "string"},
+              "ios_version": {"description": "On Linux: the OS and kernel.", "type": "string"},
+              "locale": {"type": "string"},
+              "timezone": {"type": "string"},
+              "is_simulator": {"description": "On Linux: virtualised or in a container.", "type": "boolean"},
+              "available_storage_mb": {"type": "integer", "minimum": 0},
+              "total_memory_mb": {"type": "integer", "minimum": 0},
+              "battery_level": {"type": "number", "minimum": 0, "maximum": 1},
+              "battery_state": {"enum": ["unplugged", "charging", "full", "not_charging", "unknown"]},
+              "cpu_model": {"description": "Extension.", "type": "string"},
+              "cpu_count": {"description": "Extension; 0 when unknown.", "type": "integer", "minimum": 0},
+              "hostname_hash": {"description": "Extension: SHA-256 of the host name, hex prefix.", "type": "string"},
+              "virtualization": {"description": "Extension: none, a hypervisor name, or container.", "type": "string"}
+            }
+          },
+          "LogEntry": {
+            "type": "object",
+            "required": ["timestamp", "level", "tag", "message"],
+            "additionalProperties": false,
+            "properties": {
+              "timestamp": {"$ref": "#/components/schemas/Timestamp"},
+              "level": {"enum": ["debug", "info", "warning", "error", "fatal"]},
+              "tag": {"type": "string"},
+              "message": {
+                "description": "At most 1000 characters, counted as Unicode code points.",
+                "type": "string",
+                "maxLength": 1000
+              },
+              "metadata": {"type": "object"}
+            }
+          },
+          "NetworkError": {
+            "type": "object",
+            "required": [
+              "timestamp",
+              "request_url",
+              "request_method",
+              "status_code",
+              "error_type",
+              "error_message",
+              "request_duration_ms",
+              "retry_count"
+            ],
+            "additionalProperties": false,
+            "properties": {
+              "timestamp": {"$ref": "#/components/schemas/Timestamp"},
+              "request_url": {"type": "string"},
+              "request_method": {"type": "string", "minLength": 1},
+              "status_code": {
+                "description": "null (present) when there was no response.",
+                "type": ["integer", "null"],
+                "minimum": 100,
+                "maximum": 599
+              },
+              "error_type": {
+                "enum": [
+                  "timeout",
+                  "network_unreachable",
+                  "ssl_error",
+                  "dns_failure",
+                  "server_error",
+                  "client_error",
+                  "unknown"
+                ]
+              },
+              "error_message": {"type": "string"},
+              "request_duration_ms": {"type": "integer", "minimum": 0},
+              "retry_count": {"type": "integer", "minimum": 0}
+            }
+          },
+          "CrashReport": {
+            "type": "object",
+            "required": [
+              "timestamp",
+              "exception_type",
+              "exception_message",
+              "stack_trace",
+              "thread_info",
+              "report_id",
+              "kind",
+              "symbolicated",
+              "is_partial",
+              "images"
+            ],
+            "additionalProperties": false,
+            "properties": {
+              "timestamp": {"$ref": "#/components/schemas/Timestamp"},
+              "exception_type": {"type": "string"},
+              "exception_message": {"type": "string"},
+              "stack_trace": {"type": "array", "maxItems": 50, "items": {"type": "string"}},
+              "thread_info": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}},
+              "report_id": {"description": "Extension.", "type": "string", "minLength": 1},
+              "kind": {"description": "Extension.", "enum": ["crash", "non_fatal", "abnormal_termination", "diagnostics"]},
+              "symbolicated": {"description": "Extension.", "type": "boolean"},
+              "is_partial": {"description": "Extension.", "type": "boolean"},
+              "images": {
+                "description": "Extension: loaded modules.",
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/Image"}
+              },
+              "signal": {"description": "Extension.", "$ref": "#/components/schemas/Signal"},
+              "error": {"description": "Extension: the non-fatal error.", "$ref": "#/components/schemas/ErrorInfo"},
+              "termination": {
+                "description": "Extension: an ending found by the next launch.",
+                "type": "object",
+                "required": ["kind"],
+                "additionalProperties": false,
+                "properties": {
+                  "kind": {"description": "abnormal or crash_without_record.", "type": "string", "minLength": 1}
+                }
+              }
+            }
+          },
+          "Thread": {
+            "type": "object",
+            "required": ["id", "name", "crashed", "is_main", "frames"],
+            "additionalProperties": false,
+            "properties": {
+              "id": {"type": "integer"},
+              "name": {"type": "string"},
+              "crashed": {"type": "boolean"},
+              "is_main": {"type": "boolean"},
+              "frames": {"type": "array", "maxItems": 50, "items": {"$ref": "#/components/schemas/Frame"}}
+            }
+          },
+          "Frame": {
+            "description": "Optional fields may be absent or null.",
+            "type": "object",
+            "required": ["index", "address", "inlined"],
+            "additionalProperties": false,
+            "properties": {
+              "index": {"type": "integer", "minimum": 0},
+              "address": {"$ref": "#/components/schemas/HexAddress"},
+              "module": {"type": ["string", "null"]},
+              "module_offset": {"anyOf": [{"$ref": "#/components/schemas/HexAddress"}, {"type": "null"}]},
+              "build_id": {"anyOf": [{"$ref": "#/components/schemas/BuildID"}, {"type": "null"}]},
+              "function": {"type": ["string", "null"]},
+              "file": {"type": ["string", "null"]},
+              "line": {"type": ["integer", "null"], "minimum": 0},
+              "column": {"type": ["integer", "null"], "minimum": 0},
+              "inlined": {"type": "boolean"}
+            }
+          },
+          "Image": {
+            "type": "object",
+            "required": ["path", "build_id", "start", "end", "bias"],
+            "additionalProperties": false,
+            "properties": {
+              "path": {"type": "string"},
+              "build_id": {"$ref": "#/components/schemas/BuildID"},
+              "start": {"$ref": "#/components/schemas/HexAddress"},
+              "end": {"$ref": "#/components/schemas/HexAddress"},
+              "bias": {"$ref": "#/components/schemas/HexAddress"}
+            }
+          },
+          "Signal": {
+            "type": "object",
+            "required": ["number", "name", "code", "code_name", "fault_address"],
+            "additionalProperties": false,
+            "properties": {
+              "number": {"type": "integer", "minimum": 1},
+              "name": {"type": "string", "minLength": 1},
+              "code": {"type": "integer"},
+              "code_name": {"type": "string"},
+              "fault_address": {"$ref": "#/components/schemas/HexAddress"}
+            }
+          },
+          "ErrorInfo": {
+            "type": "object",
+            "required": ["domain", "code", "message"],
+            "additionalProperties": false,
+            "properties": {
+              "domain": {"type": "string"},
+              "code": {"type": "integer"},
+              "message": {"type": "string"},
+              "user_info": {"type": "object"},
+              "underlying": {
+                "description": "Underlying errors, outermost first.",
+                "type": "array",
+                "items": {
+                  "type": "object",
+                  "required": ["domain", "code", "message"],
+                  "additionalProperties": false,
+                  "properties": {"domain": {"type": "string"}, "code": {"type": "integer"}, "message": {"type": "string"}}
+                }
+              }
+            }
+          },
+          "Screenshot": {
+            "type": "object",
+            "required": ["id", "timestamp", "screen_name", "file_size_bytes"],
+            "additionalProperties": false,
+            "properties": {
+              "id": {"type": "string"},
+              "timestamp": {"$ref": "#/components/schemas/Timestamp"},
+              "screen_name": {"type": "string"},
+              "file_size_bytes": {"type": "integer", "minimum": 0}
+            }
+          },
+          "BundleID": {
+            "description": "An app's bundle id: dot-separated labels of letters, digits and hyphens (seed 002).",
+            "type": "string", "minLength": 1, "maxLength": 155, "pattern": "^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$"
           },
           "ApiLogEvent": {
             "description": "Seed 003's api_log event.",
@@ -155,9 +429,24 @@ enum OpenAPI {
           "get": {
             "summary": "Seed 002's deep link for an app's bundle id.",
             "security": [{"dashboard": []}],
-            "parameters": [{"name": "app_id", "in": "query", "required": true, "schema": {"type": "string"}}],
-            "responses": {"200": {"description": "{\"deep_link\", \"server_ip\", \"server_port\", …}"},
+            "parameters": [{"name": "app_id", "in": "query", "required": true, "schema": {"$ref": "#/components/schemas/BundleID"}}],
+            "responses": {"200": {"description": "{\"deep_link\", \"server_ip\", \"server_port\", \"qr_svg\", …}"},
                           "400": {"description": "The app id is not a bundle id."},
+                          "401": {"$ref": "#/components/responses/Unauthorized"}}
+          }
+        },
+        "/connect/qr.svg": {
+          "get": {
+            "summary": "The QR code of seed 002's deep link, as SVG (the Connect App modal's image).",
+            "security": [{"dashboard": []}],
+            "parameters": [{"name": "app_id", "in": "query", "required": true, "schema": {"$ref": "#/components/schemas/BundleID"}},
+                           {"name": "host", "in": "query", "description": "IPv4 address or host name; the detected one when left out.",
+                            "schema": {"type": "string", "maxLength": 253,
+                                       "pattern": "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"}},
+                           {"name": "port", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 65535},
+                            "description": "The collector's port when left out."}],
+            "responses": {"200": {"description": "The QR code.", "content": {"image/svg+xml": {"schema": {"type": "string"}}}},
+                          "400": {"$ref": "#/components/responses/Invalid"},
                           "401": {"$ref": "#/components/responses/Unauthorized"}}
           }
         },

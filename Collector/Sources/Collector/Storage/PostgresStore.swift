@@ -314,6 +314,27 @@ public final class PostgresStore: Store {
     }
 }
 
+extension PostgresQuery.StringInterpolation {
+    // Every String (and String?) interpolated into a query in this file binds through these rather
+    // than PostgresNIO's generic appendInterpolation (a non-generic overload wins): storableText
+    // turns U+0000, which PostgreSQL's text refuses, into U+FFFD.
+    fileprivate mutating func appendInterpolation(_ value: String) {
+        bindText(storableText(value))
+    }
+
+    fileprivate mutating func appendInterpolation(_ value: String?) {
+        bindOptionalText(value.map(storableText))
+    }
+
+    private mutating func bindText<Value: PostgresDynamicTypeEncodable>(_ value: Value) {
+        appendInterpolation(value)
+    }
+
+    private mutating func bindOptionalText<Value: PostgresDynamicTypeEncodable>(_ value: Value?) {
+        appendInterpolation(value)
+    }
+}
+
 struct PostgresStoreError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

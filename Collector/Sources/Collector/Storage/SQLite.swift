@@ -149,7 +149,8 @@ final class SQLiteStatement {
             case .null: status = sqlite3_bind_null(raw, index)
             case .integer(let number): status = sqlite3_bind_int64(raw, index, number)
             case .real(let number): status = sqlite3_bind_double(raw, index, number)
-            case .text(let text): status = sqlite3_bind_text(raw, index, text, -1, csqlite_transient())
+            // Bound as a C string, U+0000 would cut the text short: U+FFFD, as PostgresStore stores it.
+            case .text(let text): status = sqlite3_bind_text(raw, index, storableText(text), -1, csqlite_transient())
             }
             guard status == SQLITE_OK else { throw connection.lastError(status) }
         }

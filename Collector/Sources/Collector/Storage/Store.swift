@@ -164,3 +164,12 @@ extension Date {
     var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
     init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
 }
+
+/// A string as both stores keep it in a text column: U+0000 (JSON allows "\u0000" in any string of
+/// a payload) becomes U+FFFD. PostgreSQL's text cannot hold it at all (SQLSTATE 22021: such an
+/// upload was a 500 the runtime retried for ever) and SQLite's C-string binding would cut the text
+/// there. Query values go through the same rule, so a filter finds what was stored. The payload and
+/// report JSON keep the original, escaped.
+func storableText(_ text: String) -> String {
+    text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+}
