@@ -95,7 +95,9 @@ struct PayloadBuilder {
             (type, message) = ("diagnostics", "Diagnostics snapshot (\(record.diagnosticsTrigger ?? "manual"))")
         default:
             type = record.signal?.name ?? "unknown"
-            message = report.reason
+            // The reason reads "SIGSEGV: invalid memory access…" as a headline; the entry has the
+            // type in its own field.
+            message = report.reason.hasPrefix(type + ": ") ? String(report.reason.dropFirst(type.count + 2)) : report.reason
         }
         let thread = DiagnosticsPayload.ThreadInfo(
             id: Int(report.crashedThread.id), name: report.crashedThread.name, crashed: kind == "crash",
