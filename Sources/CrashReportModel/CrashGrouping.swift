@@ -135,9 +135,9 @@ public enum CrashGrouping {
         }
         if let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
         text = removingGenericArguments(text)
-        text = replacing(text, pattern: " at (0x[0-9a-fA-F]+|[^ ]+:[0-9]+(:[0-9]+)?)", with: "")   // "at file:line"
-        text = replacing(text, pattern: "#[0-9]+", with: "")              // closure #2 in → closure in
-        text = replacing(text, pattern: "0x[0-9a-fA-F]+", with: "")
+        text = replacing(text, Patterns.location, with: "")   // "at file:line"
+        text = replacing(text, Patterns.ordinal, with: "")    // closure #2 in → closure in
+        text = replacing(text, Patterns.address, with: "")
         text = text.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         return text.isEmpty ? nil : text
     }
@@ -170,13 +170,26 @@ public enum CrashGrouping {
         return result
     }
 
-    private static func replacing(_ text: String, pattern: String, with replacement: String) -> String {
-        guard let regex = try? Regex(pattern) else { return text }
-        return text.replacing(regex, with: replacement)
+    /// Compiled once: grouping runs for every report the collector receives and every Sentry
+    /// event sent, and compiling from the pattern text on each call was ~10 % of ingest (perf).
+    private enum Patterns {
+        static let location = compile(" at (0x[0-9a-fA-F]+|[^ ]+:[0-9]+(:[0-9]+)?)")
+        static let ordinal = compile("#[0-9]+")
+        static let address = compile("0x[0-9a-fA-F]+")
+        static let number = compile("[0-9]+")
+
+        private static func compile(_ pattern: String) -> NSRegularExpression? {
+            try? NSRegularExpression(pattern: pattern)
+        }
+    }
+
+    private static func replacing(_ text: String, _ expression: NSRegularExpression?, with replacement: String) -> String {
+        guard let expression else { return text }
+        return expression.stringByReplacingMatches(in: text, range: NSRange(text.startIndex..., in: text), withTemplate: replacement)
     }
 
     private static func stripNumbers(_ text: String) -> String {
-        replacing(replacing(text, pattern: "0x[0-9a-fA-F]+", with: "<addr>"), pattern: "[0-9]+", with: "<n>")
+        replacing(replacing(text, Patterns.address, with: "<addr>"), Patterns.number, with: "<n>")
     }
 
     private static func clipped(_ text: String, to length: Int = 200) -> String {
