@@ -101,31 +101,46 @@ struct ReportsDirectory {
         return names
     }
 
-    /// The record files of a folder, oldest first: by the time in the record's first line (when
-    /// it was written; file times are too coarse, many records share one), else the file's time.
-    func recordsOldestFirst(in folder: String) -> [String] {
-        records(in: folder).map { name -> (String, Int64) in
-            (name, Self.recordTime(folder + "/" + name))
-        }.sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }.map(\.0)
+    /// One record file as the pipeline sorts and bounds them.
+    struct RecordEntry {
+        var name: String
+        /// "timestamp_ns" of the header line (file times are too coarse: many records share
+        /// one), else the modification time.
+        var time: Int64
+        var size: Int
+        /// A diagnostics snapshot (says so in its first lines); evicted before anything else.
+        var isSnapshot: Bool
     }
 
-    /// "timestamp_ns" of the header line, or the modification time.
-    static func recordTime(_ path: String) -> Int64 {
+    /// The record files of a folder, oldest first; one open, fstat and read of the head each.
+    func recordEntries(in folder: String) -> [RecordEntry] {
+        records(in: folder).map { name in Self.entry(folder + "/" + name, name: name) }
+            .sorted { $0.time != $1.time ? $0.time < $1.time : $0.name < $1.name }
+    }
+
+    func recordsOldestFirst(in folder: String) -> [String] {
+        recordEntries(in: folder).map(\.name)
+    }
+
+    private static func entry(_ path: String, name: String) -> RecordEntry {
+        var entry = RecordEntry(name: name, time: 0, size: 0, isSnapshot: false)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            defer { close(fd) }
-            var buffer = [UInt8](repeating: 0, count: 512)
-            let count = read(fd, &buffer, buffer.count)
-            if count > 0 {
-                let head = String(decoding: buffer[0..<count], as: UTF8.self)
-                if let range = head.range(of: "\"timestamp_ns\":") {
-                    let digits = head[range.upperBound...].prefix { $0.isNumber }
-                    if let value = Int64(digits), value > 0 { return value }
-                }
-            }
-        }
+        guard fd >= 0 else { return entry }
+        defer { close(fd) }
         var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
+        if fstat(fd, &info) == 0 {
+            entry.size = Int(info.st_size)
+            entry.time = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return entry }
+        let head = String(decoding: buffer[0..<count], as: UTF8.self)
+        if let range = head.range(of: "\"timestamp_ns\":"), let value = Int64(head[range.upperBound...].prefix { $0.isNumber }), value > 0 {
+            entry.time = value
+        }
+        entry.isSnapshot = head.contains(#"{"type":"diagnostics""#)
+        return entry
     }
 }
 

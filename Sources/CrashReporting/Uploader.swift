@@ -234,12 +234,8 @@ final class Uploader: Sendable {
     /// At most `maxPendingReports` records and `maxPendingBytes` bytes wait. Diagnostics snapshots
     /// go first, then the oldest records; quarantine/ keeps at most as many as pending/ may.
     private func enforceBounds() {
-        var entries = directory.recordsOldestFirst(in: directory.pendingFolder).map { name -> (name: String, size: Int, snapshot: Bool) in
-            let path = directory.pendingFolder + "/" + name
-            var info = stat()
-            return (name, stat(path, &info) == 0 ? Int(info.st_size) : 0, Self.isSnapshot(path))
-        }
-        entries = entries.filter(\.snapshot) + entries.filter { !$0.snapshot }
+        let all = directory.recordEntries(in: directory.pendingFolder)
+        var entries = all.filter(\.isSnapshot) + all.filter { !$0.isSnapshot }
         var bytes = entries.reduce(0) { $0 + $1.size }
         var dropped = 0
         while !entries.isEmpty && (entries.count > settings.maxPendingReports || bytes > settings.maxPendingBytes) {
@@ -259,16 +255,6 @@ final class Uploader: Sendable {
             unlink(directory.quarantineFolder + "/" + name)
             unlink(directory.quarantineFolder + "/" + String(name.dropLast(".crash".count)) + ".reason")
         }
-    }
-
-    /// A diagnostics snapshot says so in its first lines (header, session, then this).
-    static func isSnapshot(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = read(fd, &buffer, buffer.count)
-        return count > 0 && String(decoding: buffer[0..<count], as: UTF8.self).contains(#"{"type":"diagnostics""#)
     }
 
     /// Sends one record to every destination. False when the pass should stop (a destination is
