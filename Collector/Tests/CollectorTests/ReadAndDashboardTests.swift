@@ -105,7 +105,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             let answer = try await collector.get("/openapi.json")
             #expect(answer.status == 200)
             let paths = try #require(answer.json["paths"] as? [String: Any])
-            #expect(Set(paths.keys) == ["/api/v1/qa/diagnostics", "/api/logs", "/api/issues", "/api/issues/{id}",
+            #expect(Set(paths.keys) == ["/api/v1/qa/diagnostics", "/api/v1/sessions", "/api/logs", "/api/issues", "/api/issues/{id}",
                                         "/api/crash-free", "/api/connect-link", "/connect/qr.svg", "/health", "/openapi.json"])
         }
     }

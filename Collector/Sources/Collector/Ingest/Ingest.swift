@@ -123,7 +123,7 @@ struct Ingest: Sendable {
         return IngestRecord(
             diagnosticsID: diagnosticsID, idempotencyKey: idempotencyKey, testRunID: payload.test_run_id, receivedAt: receivedAt,
             answer: answer, app: payload.app_metadata, userID: userID,
-            userKey: userID ?? "device:\(payload.device_metadata.device_identifier)",
+            userKey: userKey(userID: userID, deviceIdentifier: payload.device_metadata.device_identifier),
             payloadJSON: String(decoding: try encoder.encode(payload), as: UTF8.self), reports: reports,
             session: .init(sessionID: payload.test_run_id, appVersion: payload.app_metadata.app_version,
                            crashed: payload.crash_reports.contains { $0.kind == "crash" },
@@ -135,7 +135,7 @@ struct Ingest: Sendable {
     static func sessionDate(_ payload: DiagnosticsPayload, receivedAt: Date) -> Date {
         let reported = payload.crash_reports.compactMap { Timestamp.parse($0.timestamp) }.min()
             ?? Timestamp.parse(payload.timestamp_collected) ?? receivedAt
-        return reported > receivedAt || reported.timeIntervalSince1970 < 1_000_000_000 ? receivedAt : reported
+        return plausible(reported, receivedAt: receivedAt)
     }
 
     /// Whether a POST /api/logs may go on (checked before its body is read).
@@ -179,7 +179,7 @@ struct Ingest: Sendable {
         return .json(201, LogsAcceptedBody(accepted: stored))
     }
 
-    private func inflated(_ raw: [UInt8], contentEncoding: String?) throws -> [UInt8] {
+    func inflated(_ raw: [UInt8], contentEncoding: String?) throws -> [UInt8] {
         guard let encoding = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), !encoding.isEmpty,
               encoding != "identity" else { return raw }
         guard encoding == "gzip" || encoding == "x-gzip" else {
@@ -193,6 +193,18 @@ struct Ingest: Sendable {
         var generator = SystemRandomNumberGenerator()
         return "diag_" + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
+}
+
+/// Who "a user" is for counting, in uploads and session beacons alike: the user id, else the
+/// host's device identifier.
+func userKey(userID: String?, deviceIdentifier: String) -> String {
+    userID.flatMap { $0.isEmpty ? nil : $0 } ?? "device:\(deviceIdentifier)"
+}
+
+/// A sender's date as counted: never in the future (a host with a wrong clock), never before the
+/// epoch of sane clocks; the time it arrived instead.
+func plausible(_ date: Date, receivedAt: Date) -> Date {
+    date > receivedAt || date.timeIntervalSince1970 < 1_000_000_000 ? receivedAt : date
 }
 
 func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

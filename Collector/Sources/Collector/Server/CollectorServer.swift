@@ -90,6 +90,15 @@ public enum CollectorServer {
             }
         }
 
+        router.post("/api/v1/sessions") { request, context in
+            await answering(logger) {
+                guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
+                let body = try await collect(request, limit: configuration.maxBodyBytes)
+                return try await ingest.sessions(authorization: request.headers[.authorization],
+                                                 contentEncoding: request.headers[.contentEncoding], body: body)
+            }
+        }
+
         // Read API: JSON for scripts and the dashboard's own use.
         router.get("/api/issues") { request, context in
             guard auth.allows(request) else { return auth.challenge(json: true) }

@@ -328,6 +328,21 @@ enum OpenAPI {
                            "url": {"type": "string"}, "statusCode": {"type": "integer"}, "duration": {"type": "integer"},
                            "timestamp": {"type": "integer"}}
           },
+          "SessionBeacon": {
+            "description": "One session, sent when it starts: crash-free rates count it whether or not it ever uploads.",
+            "type": "object",
+            "required": ["session_id", "started_at", "bundle_id", "app_version", "build_number"],
+            "properties": {
+              "session_id": {"description": "The runtime's session id, the test_run_id of the session's uploads.",
+                             "type": "string", "minLength": 1, "maxLength": 256},
+              "started_at": {"$ref": "#/components/schemas/Timestamp"},
+              "bundle_id": {"type": "string", "minLength": 1, "maxLength": 256},
+              "app_version": {"type": "string", "maxLength": 256},
+              "build_number": {"type": "string", "maxLength": 256},
+              "user_id": {"type": ["string", "null"], "maxLength": 256},
+              "device_identifier": {"type": ["string", "null"], "maxLength": 256}
+            }
+          },
           "Issue": {
             "type": "object",
             "properties": {"id": {"type": "integer"}, "bundle_id": {"type": "string"}, "signature": {"type": "string"},
@@ -367,6 +382,24 @@ enum OpenAPI {
               "401": {"$ref": "#/components/responses/Unauthorized"},
               "413": {"$ref": "#/components/responses/TooLarge"},
               "500": {"description": "Storage failed; the sender retries later."}
+            }
+          }
+        },
+        "/api/v1/sessions": {
+          "post": {
+            "summary": "Session beacons: sessions counted by the crash-free rates even when they upload nothing. Idempotent per (bundle_id, session_id); a session already marked crashed stays crashed.",
+            "security": [{"ingestToken": []}],
+            "parameters": [{"name": "Content-Encoding", "in": "header", "schema": {"enum": ["gzip", "identity"]}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+              "type": "object", "required": ["sessions"],
+              "properties": {"sessions": {"type": "array", "minItems": 1, "maxItems": 1000,
+                                          "items": {"$ref": "#/components/schemas/SessionBeacon"}}}}}}},
+            "responses": {
+              "202": {"description": "Recorded.", "content": {"application/json": {"schema": {
+                "type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}}}}},
+              "400": {"$ref": "#/components/responses/Invalid"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "413": {"$ref": "#/components/responses/TooLarge"}
             }
           }
         },

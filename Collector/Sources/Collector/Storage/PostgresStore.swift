@@ -107,6 +107,7 @@ public final class PostgresStore: Store {
         """,
         "CREATE INDEX IF NOT EXISTS reports_issue ON reports(issue_id, occurred_at)",
         "CREATE INDEX IF NOT EXISTS reports_upload ON reports(upload_id)",
+        "CREATE INDEX IF NOT EXISTS reports_received ON reports(received_at, issue_id)",
         """
         CREATE TABLE IF NOT EXISTS sessions (
             bundle_id TEXT NOT NULL,
@@ -291,6 +292,51 @@ public final class PostgresStore: Store {
         for try await row in rows.decode((String, String, String, Int64, Int64, Int64, Int64).self) {
             result.append(CrashFreeRow(bundleID: row.0, appVersion: row.1, day: row.2, sessions: Int(row.3),
                                        crashedSessions: Int(row.4), users: Int(row.5), crashedUsers: Int(row.6)))
+        }
+        return result
+    }
+
+    public func recordSessions(_ sessions: [SessionBeacon], receivedAt: Date) async throws {
+        let received = receivedAt.millisecondsSince1970
+        let logger = logger
+        try await client.withTransaction(logger: logger) { connection in
+            for session in sessions {
+                // crashed is left as it is: a beacon never un-crashes a session its crash upload marked.
+                try await connection.query("""
+                    INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
+                    VALUES (\(session.bundleID), \(session.sessionID), \(session.appVersion), \(session.userKey), \(session.day),
+                            \(received), \(received), FALSE)
+                    ON CONFLICT (bundle_id, session_id) DO UPDATE SET
+                        day = EXCLUDED.day,
+                        last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen)
+                    """, logger: logger)
+            }
+        }
+    }
+
+    public func eventCounts(from: Date, to: Date) async throws -> [Int64: Int] {
+        let rows = try await client.query("""
+            SELECT issue_id, COUNT(*) FROM reports
+            WHERE received_at >= \(from.millisecondsSince1970) AND received_at < \(to.millisecondsSince1970) AND issue_id IS NOT NULL
+            GROUP BY issue_id
+            """, logger: logger)
+        var counts: [Int64: Int] = [:]
+        for try await (issue, count) in rows.decode((Int64, Int64).self) { counts[issue] = Int(count) }
+        return counts
+    }
+
+    public func dailyEventCounts(from: Date, to: Date, issueID: Int64?) async throws -> [DailyEventCount] {
+        // Days as whole multiples of 86,400,000 ms since the epoch: UTC days, the same in both stores.
+        let rows = try await client.query("""
+            SELECT issue_id, received_at / 86400000, COUNT(*) FROM reports
+            WHERE received_at >= \(from.millisecondsSince1970) AND received_at < \(to.millisecondsSince1970)
+              AND issue_id IS NOT NULL AND (\(issueID)::bigint IS NULL OR issue_id = \(issueID))
+            GROUP BY issue_id, received_at / 86400000 ORDER BY issue_id, 2
+            """, logger: logger)
+        var result: [DailyEventCount] = []
+        for try await (issue, day, count) in rows.decode((Int64, Int64, Int64).self) {
+            result.append(DailyEventCount(issueID: issue, day: SQLiteStore.day(Date(timeIntervalSince1970: Double(day) * 86_400)),
+                                          events: Int(count)))
         }
         return result
     }

@@ -59,6 +59,7 @@ public actor SQLiteStore: Store {
         );
         CREATE INDEX IF NOT EXISTS reports_issue ON reports(issue_id, occurred_at);
         CREATE INDEX IF NOT EXISTS reports_upload ON reports(upload_id);
+        CREATE INDEX IF NOT EXISTS reports_received ON reports(received_at, issue_id);
         CREATE TABLE IF NOT EXISTS sessions (
             bundle_id TEXT NOT NULL,
             session_id TEXT NOT NULL,
@@ -235,6 +236,45 @@ public actor SQLiteStore: Store {
             CrashFreeRow(
                 bundleID: row.text(0), appVersion: row.text(1), day: row.text(2), sessions: Int(row.int(3)),
                 crashedSessions: Int(row.int(4)), users: Int(row.int(5)), crashedUsers: Int(row.int(6)))
+        }
+    }
+
+    public func recordSessions(_ sessions: [SessionBeacon], receivedAt: Date) throws {
+        let received = SQLValue.integer(receivedAt.millisecondsSince1970)
+        try db.transaction {
+            for session in sessions {
+                // crashed is left as it is: a beacon never un-crashes a session its crash upload marked.
+                try db.run("""
+                    INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 0)
+                    ON CONFLICT (bundle_id, session_id) DO UPDATE SET
+                        day = excluded.day,
+                        last_seen = max(last_seen, excluded.last_seen)
+                    """, [
+                        .text(session.bundleID), .text(session.sessionID), .text(session.appVersion), .text(session.userKey),
+                        .text(session.day), received,
+                    ])
+            }
+        }
+    }
+
+    public func eventCounts(from: Date, to: Date) throws -> [Int64: Int] {
+        let rows = try db.query("""
+            SELECT issue_id, COUNT(*) FROM reports WHERE received_at >= ?1 AND received_at < ?2 AND issue_id IS NOT NULL
+            GROUP BY issue_id
+            """, [.integer(from.millisecondsSince1970), .integer(to.millisecondsSince1970)]) { ($0.int(0), Int($0.int(1))) }
+        return Dictionary(rows, uniquingKeysWith: +)
+    }
+
+    public func dailyEventCounts(from: Date, to: Date, issueID: Int64?) throws -> [DailyEventCount] {
+        // Days as whole multiples of 86,400,000 ms since the epoch: UTC days, the same in both stores.
+        try db.query("""
+            SELECT issue_id, received_at / 86400000, COUNT(*) FROM reports
+            WHERE received_at >= ?1 AND received_at < ?2 AND issue_id IS NOT NULL AND (?3 IS NULL OR issue_id = ?3)
+            GROUP BY issue_id, received_at / 86400000 ORDER BY issue_id, 2
+            """, [.integer(from.millisecondsSince1970), .integer(to.millisecondsSince1970), issueID.map(SQLValue.integer) ?? .null]) {
+            DailyEventCount(issueID: $0.int(0), day: Self.day(Date(timeIntervalSince1970: Double($0.int(1)) * 86_400)),
+                            events: Int($0.int(2)))
         }
     }
 

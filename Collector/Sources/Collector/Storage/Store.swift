@@ -20,6 +20,15 @@ public protocol Store: Sendable {
     func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog]
     /// Crash-free sessions and users per app version and UTC day, over the last `days` days.
     func crashFree(days: Int, now: Date) async throws -> [CrashFreeRow]
+    /// Stores session beacons (POST /api/v1/sessions): a session not yet known is added, clean; one
+    /// already known (from an upload or an earlier beacon) keeps its crashed flag and takes the
+    /// beacon's day (when it started).
+    func recordSessions(_ sessions: [SessionBeacon], receivedAt: Date) async throws
+
+    /// Events per issue id received in `from ..< to` (issues with none are left out).
+    func eventCounts(from: Date, to: Date) async throws -> [Int64: Int]
+    /// Events per issue and UTC day received in `from ..< to`; one issue's, or every issue's when nil.
+    func dailyEventCounts(from: Date, to: Date, issueID: Int64?) async throws -> [DailyEventCount]
 
     /// Deletes uploads, reports, sessions and api logs received before `date`, then issues left
     /// without events.
@@ -79,6 +88,34 @@ public struct IngestRecord: Sendable {
 }
 
 public typealias IssueKey = CrashGrouping.IssueKey
+
+/// One entry of a session beacon, validated: the session exists, whether or not it ever uploads.
+public struct SessionBeacon: Sendable, Equatable {
+    public var sessionID: String
+    public var bundleID: String
+    public var appVersion: String
+    public var buildNumber: String
+    /// As IngestRecord.userKey: the user id, else "device:" and the device identifier.
+    public var userKey: String
+    /// yyyy-MM-dd (UTC) of started_at.
+    public var day: String
+
+    public init(sessionID: String, bundleID: String, appVersion: String, buildNumber: String, userKey: String, day: String) {
+        self.sessionID = sessionID
+        self.bundleID = bundleID
+        self.appVersion = appVersion
+        self.buildNumber = buildNumber
+        self.userKey = userKey
+        self.day = day
+    }
+}
+
+public struct DailyEventCount: Sendable, Equatable {
+    public var issueID: Int64
+    /// yyyy-MM-dd, UTC, of the events' received_at.
+    public var day: String
+    public var events: Int
+}
 
 public struct APILogRecord: Sendable {
     public var receivedAt: Date
