@@ -18,12 +18,22 @@ public struct CollectorConfiguration: Sendable {
     /// What the Connect App modal offers as the server's address when the collector listens on
     /// every interface; nil to detect the first LAN address.
     public var advertisedHost: String?
+    /// Requests per second each ingest token may make on the upload endpoints (diagnostics, API
+    /// logs, session beacons), sustained; 0 for no limit. Per collector process.
+    public var rateLimit: Double
+    /// Requests a token may make at once after a quiet spell (its bucket's size).
+    public var rateBurst: Int
 
     public static let seedBodyLimit = 5 * 1024 * 1024
+    /// A token is usually one app on every host it runs on: generous, against floods, not use.
+    public static let defaultRateLimit = 50.0
+    public static let defaultRateBurst = 500
 
     public init(ingestTokens: Set<String>, dashboardPassword: String, retentionDays: Int = 30,
                 acceptAnonymousLogs: Bool = false, maxBodyBytes: Int = CollectorConfiguration.seedBodyLimit,
-                maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil) {
+                maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil,
+                rateLimit: Double = CollectorConfiguration.defaultRateLimit,
+                rateBurst: Int = CollectorConfiguration.defaultRateBurst) {
         self.ingestTokens = ingestTokens
         self.dashboardPassword = dashboardPassword
         self.retentionDays = retentionDays
@@ -31,6 +41,8 @@ public struct CollectorConfiguration: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.maxInflatedBytes = maxInflatedBytes
         self.advertisedHost = advertisedHost
+        self.rateLimit = rateLimit
+        self.rateBurst = rateBurst
     }
 }
 

@@ -13,7 +13,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
-            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1.
+            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST.
             """)
 
     @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
@@ -40,6 +41,12 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Flag(help: "Accept POST /api/logs without a token (seed 003's DevSee logger sends none).")
     var anonymousLogs = false
 
+    @Option(help: "Requests per second each ingest token may make on the upload endpoints, sustained; 0 for no limit (default 50). Per collector process.")
+    var rateLimit: Double?
+
+    @Option(help: "Requests each token may make at once after a quiet spell (default 500).")
+    var rateBurst: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -63,6 +70,12 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         }
         let retention = try retentionDays ?? environment["COLLECTOR_RETENTION_DAYS"].map(parseInt("COLLECTOR_RETENTION_DAYS")) ?? 30
         let anonymous = anonymousLogs || environment["COLLECTOR_ANONYMOUS_LOGS"] == "1"
+        let rate = try rateLimit ?? environment["COLLECTOR_RATE_LIMIT"].map(parseDouble("COLLECTOR_RATE_LIMIT"))
+            ?? CollectorConfiguration.defaultRateLimit
+        let burst = try rateBurst ?? environment["COLLECTOR_RATE_BURST"].map(parseInt("COLLECTOR_RATE_BURST"))
+            ?? CollectorConfiguration.defaultRateBurst
+        guard rate >= 0, rate.isFinite else { throw ValidationError("the rate limit is a number of requests per second, 0 or more") }
+        guard burst >= 1 else { throw ValidationError("the rate burst is 1 or more") }
 
         var logger = Logger(label: "crash-collector")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -70,7 +83,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let store = try await openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
-            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"])
+            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst)
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(
@@ -81,7 +94,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             var lines = ["crash-collector listening on \(base)"]
             if !address.lanURLs.isEmpty { lines.append("  on the LAN: \(address.lanURLs.joined(separator: ", "))") }
             lines += [
-                "  uploads:   POST \(base)/api/v1/qa/diagnostics, POST \(base)/api/logs",
+                "  uploads:   POST \(base)/api/v1/qa/diagnostics, POST \(base)/api/v1/sessions, POST \(base)/api/logs",
                 "  dashboard: \(base)/  (any user name, password \(shownPassword))",
                 "  database:  \(shownDatabase)",
             ]
@@ -104,6 +117,13 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         guard var url = URLComponents(string: database), url.password != nil else { return database }
         url.password = "***"
         return url.string ?? database
+    }
+
+    private func parseDouble(_ name: String) -> (String) throws -> Double {
+        { text in
+            guard let value = Double(text) else { throw ValidationError("\(name) must be a number, got \"\(text)\"") }
+            return value
+        }
     }
 
     private func parseInt(_ name: String) -> (String) throws -> Int {

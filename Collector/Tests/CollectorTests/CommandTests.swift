@@ -68,3 +68,19 @@ import Testing
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("token"))
     }
 }
+
+extension CommandTests {
+    @Test(arguments: [["--rate-limit", "-1"], ["--rate-limit", "x"], ["--rate-burst", "0"]])
+    func refusesABadRateLimit(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--port", "0", "--database", ":memory:", "--token", "t"] + arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("rate"))
+    }
+}

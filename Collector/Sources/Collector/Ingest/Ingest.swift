@@ -8,6 +8,8 @@ import Foundation
 struct APIAnswer: Sendable {
     var status: Int
     var body: Data
+    /// Sent as Retry-After (seconds) with a 429.
+    var retryAfter: Int? = nil
 
     static func json(_ status: Int, _ value: some Encodable) -> APIAnswer {
         APIAnswer(status: status, body: (try? JSONEncoder.api.encode(value)) ?? Data("{}".utf8))

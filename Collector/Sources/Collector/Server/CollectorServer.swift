@@ -61,6 +61,15 @@ public enum CollectorServer {
         let read = ReadAPI(store: store)
         let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost)
         let auth = DashboardAuth(password: configuration.dashboardPassword)
+        let limiter = RateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
+        /// A 429 when the request's token (checked before) has used its bucket; nil to go on.
+        @Sendable func limited(_ request: Request) -> APIAnswer? {
+            guard let limiter else { return nil }
+            // Anonymous API logs (--anonymous-logs) share one bucket.
+            let key = request.headers[.authorization] ?? ""
+            guard case .limited(let seconds) = limiter.take(key) else { return nil }
+            return .rateLimited(retryAfter: seconds)
+        }
 
         router.get("/health") { _, _ in json(APIAnswer.json(200, ["status": "ok"])) }
         router.get("/openapi.json") { _, _ in json(APIAnswer(status: 200, body: Data(OpenAPI.document.utf8))) }
@@ -70,6 +79,7 @@ public enum CollectorServer {
                 // The token is checked before the body is read: an unauthorised sender gets its
                 // 401 without the server buffering 5 MB first.
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
+                if let answer = limited(request) { return answer }
                 let body = try await collect(request, limit: configuration.maxBodyBytes)
                 let key = request.headers[.idempotencyKey]
                 let answer = try await ingest.diagnostics(
@@ -84,6 +94,7 @@ public enum CollectorServer {
         router.post("/api/logs") { request, context in
             await answering(logger) {
                 guard ingest.mayPostLogs(authorization: request.headers[.authorization]) else { return .unauthorized }
+                if let answer = limited(request) { return answer }
                 let body = try await collect(request, limit: configuration.maxBodyBytes)
                 return try await ingest.apiLogs(authorization: request.headers[.authorization],
                                                 contentEncoding: request.headers[.contentEncoding], body: body)
@@ -93,6 +104,7 @@ public enum CollectorServer {
         router.post("/api/v1/sessions") { request, context in
             await answering(logger) {
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
+                if let answer = limited(request) { return answer }
                 let body = try await collect(request, limit: configuration.maxBodyBytes)
                 return try await ingest.sessions(authorization: request.headers[.authorization],
                                                  contentEncoding: request.headers[.contentEncoding], body: body)
@@ -203,8 +215,9 @@ public enum CollectorServer {
     }
 
     static func json(_ answer: APIAnswer) -> Response {
-        Response(status: .init(code: answer.status), headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let seconds = answer.retryAfter { headers[.retryAfter] = String(seconds) }
+        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
     static func htmlResponse(_ status: Int, _ html: String) -> Response {

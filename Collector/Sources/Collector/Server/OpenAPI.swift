@@ -358,7 +358,13 @@ enum OpenAPI {
           "TooLarge": {"description": "The body as sent is over 5 MiB (or inflates past the collector's cap).",
                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TooLarge"}}}},
           "Invalid": {"description": "validation_failed, with details.",
-                      "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                      "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "RateLimited": {"description": "This token's requests are over the collector's rate limit (--rate-limit, --rate-burst; per collector process).",
+                          "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}},
+                          "content": {"application/json": {"schema": {
+                            "type": "object", "required": ["error", "message", "retry_after"],
+                            "properties": {"error": {"const": "rate_limited"}, "message": {"type": "string"},
+                                           "retry_after": {"type": "integer", "minimum": 1}}}}}}
         }
       },
       "paths": {
@@ -381,6 +387,7 @@ enum OpenAPI {
               "400": {"$ref": "#/components/responses/Invalid"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
               "413": {"$ref": "#/components/responses/TooLarge"},
+              "429": {"$ref": "#/components/responses/RateLimited"},
               "500": {"description": "Storage failed; the sender retries later."}
             }
           }
@@ -399,7 +406,8 @@ enum OpenAPI {
                 "type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}}}}},
               "400": {"$ref": "#/components/responses/Invalid"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
-              "413": {"$ref": "#/components/responses/TooLarge"}
+              "413": {"$ref": "#/components/responses/TooLarge"},
+              "429": {"$ref": "#/components/responses/RateLimited"}
             }
           }
         },
@@ -415,7 +423,8 @@ enum OpenAPI {
                 "type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}}}}},
               "400": {"$ref": "#/components/responses/Invalid"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
-              "413": {"$ref": "#/components/responses/TooLarge"}
+              "413": {"$ref": "#/components/responses/TooLarge"},
+              "429": {"$ref": "#/components/responses/RateLimited"}
             }
           },
           "get": {

@@ -31,6 +31,7 @@ struct TestCollector {
 
     let base: URL
     let store: any Store
+    let configuration: CollectorConfiguration
     private let session: URLSession
 
     /// Starts a collector, runs `body` against it, stops it and removes its database.
@@ -70,7 +71,8 @@ struct TestCollector {
         let configurationForSession = URLSessionConfiguration.ephemeral
         configurationForSession.timeoutIntervalForRequest = 30
         let session = URLSession(configuration: configurationForSession)
-        let collector = TestCollector(base: URL(string: "http://127.0.0.1:\(port)")!, store: store, session: session)
+        let collector = TestCollector(base: URL(string: "http://127.0.0.1:\(port)")!, store: store, configuration: configuration,
+                                      session: session)
         let outcome = await Result(catching: { try await body(collector) })
         session.invalidateAndCancel()
         await group.triggerGracefulShutdown()
