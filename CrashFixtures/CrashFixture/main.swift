@@ -29,6 +29,9 @@ enum Fixture: String, CaseIterable {
     case hangInHandler = "hang-in-handler"
     case loaderLockHeld = "loader-lock-held"
     case contextThenCrash = "context-then-crash"
+    /// 8 threads log 200 breadcrumbs each, more threads than there are rings of their own (the
+    /// rest share ring 0), in two waves so that rings are handed over; then a last one and a crash.
+    case threadsContextThenCrash = "threads-context-then-crash"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -47,7 +50,7 @@ nonisolated(unsafe) var reportsDirectory = ""
 @inline(never) func crash(_ fixture: Fixture) {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
-         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash:
+         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash:
         cfs_write_null_pointer()
     case .abortFromC:
         cfs_abort()
@@ -205,6 +208,28 @@ case .loaderLockHeld:
     level1(fixture)
 case .contextThenCrash:
     setContext(breadcrumbs: 1000)
+    level1(fixture)
+case .threadsContextThenCrash:
+    CrashReporter.log("main first")
+    // Main holds ring 1 of the 4 rings of their own. Wave 1: threads 0…3 run together, three
+    // take rings 2…4 and one shares ring 0; they exit and give their rings back. Wave 2: threads
+    // 4…7 take them over, one of them on ring 0 again.
+    for wave in [0..<4, 4..<8] {
+        let done = DispatchGroup()
+        for thread in wave {
+            done.enter()
+            Thread.detachNewThread {
+                for index in 0..<200 {
+                    CrashReporter.log("t\(thread) #\(index)")
+                    if index % 50 == 0 { usleep(1000) }   // spread over a few clock ticks
+                }
+                done.leave()
+            }
+        }
+        done.wait()
+        usleep(10_000)   // waves more than a clock tick (4 ms) apart
+    }
+    CrashReporter.log("main last")
     level1(fixture)
 default:
     level1(fixture)

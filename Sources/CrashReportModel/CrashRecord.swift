@@ -132,6 +132,8 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var tag: String
         public var message: String
         public var metadata: [String: String]?
+        /// The session ring it was read from: 0 is shared by threads without one of their own.
+        public var ring: Int? = nil
     }
 
     /// A custom key; `jsonValue` is the value's JSON text (true, 42, 1.5, "text", {...}).
@@ -426,7 +428,8 @@ extension CrashRecord {
                 timestamp: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9),
                 level: try Self.field(line, "level"), kind: try Self.field(line, "kind"),
                 tag: line["tag"] as? String ?? "", message: try Self.field(line, "message"),
-                metadata: (line["metadata"] as? [String: Any]).map { $0.compactMapValues { $0 as? String } }))
+                metadata: (line["metadata"] as? [String: Any]).map { $0.compactMapValues { $0 as? String } },
+                ring: line["ring"] as? Int))
         case "termination":
             func date(_ key: String) throws -> Date {
                 Date(timeIntervalSince1970: Double((try Self.unsignedField(line, key))) / 1e9)

@@ -64,6 +64,38 @@ struct ContextTests {
         #expect(record.customDataJSON == expectedCustomData)
     }
 
+    @Test("8 threads log at once, more than there are rings: the last 500 over all threads, each thread's in order", arguments: BuildConfiguration.allCases)
+    func breadcrumbsFromManyThreads(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("threads-context-then-crash", configuration)
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let record = try relaunch(run.reportsDirectory, configuration)
+        let crumbs = record.breadcrumbs
+        try #require(crumbs.count == 500)
+        // 1 + 8 × 200 + 1 logged: the last 500 are "main last" and 499 of wave 2's 800.
+        #expect(crumbs.map(\.index) == Array(1102..<1602))
+        #expect(crumbs.last?.message == "main last")
+        #expect(zip(crumbs, crumbs.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
+        var perThread: [Int: [Int]] = [:]
+        for crumb in crumbs.dropLast() {
+            let parts = crumb.message.dropFirst().split(separator: " #")
+            guard crumb.message.first == "t", parts.count == 2, let thread = Int(parts[0]), let number = Int(parts[1]) else {
+                Issue.record("unexpected breadcrumb \(crumb.message)")
+                continue
+            }
+            perThread[thread, default: []].append(number)
+        }
+        #expect(perThread.keys.sorted() == [4, 5, 6, 7], "wave 1 is older than all of wave 2")
+        for (thread, numbers) in perThread {
+            // Each thread's share is its newest ones, in order, without a gap.
+            #expect(numbers == Array((200 - numbers.count)..<200), "thread \(thread): \(numbers)")
+        }
+        #expect(perThread.values.map(\.count).reduce(0, +) == 499)
+        // Both kinds of ring took part: ring 0 (shared) and rings of their own, handed over by
+        // wave 1's threads at their exit.
+        let rings = Set(crumbs.compactMap(\.ring))
+        #expect(rings.contains(0) && rings.count >= 3, "rings \(rings.sorted())")
+    }
+
     /// Runs context-then-wait-for-kill until it says "ready", SIGKILLs it, returns its directory.
     func killedContextRun(breadcrumbs: Int) throws -> URL {
         let directory = temporaryFolder("context-killed")

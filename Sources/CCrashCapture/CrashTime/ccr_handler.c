@@ -216,7 +216,7 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
         ccr_writer_key(w, "id", 0);
         ccr_writer_json_string(w, session->session_id, sizeof session->session_id);
         ccr_writer_key(w, "breadcrumbs_written", 0);
-        ccr_writer_uint(w, atomic_load(&session->breadcrumb_next));
+        ccr_writer_uint(w, ccr_session_breadcrumbs_written(session));
         ccr_writer_text(w, "}\n");
     }
 

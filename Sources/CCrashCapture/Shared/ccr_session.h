@@ -11,8 +11,13 @@
 #include <stdint.h>
 
 #define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
-#define CCR_SESSION_VERSION 1
+#define CCR_SESSION_VERSION 2
 #define CCR_BREADCRUMB_CAPACITY 500
+/// Breadcrumb rings: ring 0 is shared (a fetch_add per append); rings 1… are each owned by one
+/// thread at a time, the first threads to log, which append with plain stores and no shared cache
+/// line. Each ring keeps its thread's last 500, so the merged last 500 are always there. A ring
+/// costs memory only once written (the file is sparse): ~1 MiB when full.
+#define CCR_BREADCRUMB_RINGS 5
 #define CCR_BREADCRUMB_TAG_MAX 64
 /// Message and metadata (compact JSON) share this many bytes; the message is cut at 1000
 /// characters before it gets here.
@@ -48,26 +53,41 @@ typedef struct ccr_key_slot {
     char value[CCR_KEY_VALUE_MAX];
 } ccr_key_slot;
 
+/// One ring of breadcrumbs. Slot n % capacity holds breadcrumb n of this ring.
+typedef struct ccr_breadcrumb_ring {
+    _Alignas(64) _Atomic uint64_t next;   // breadcrumbs ever appended to this ring
+    _Atomic uint32_t owner;   // rings 1…: the owning thread's tid, 0 while free; ring 0: 0
+    uint32_t reserved;
+    _Alignas(64) ccr_breadcrumb_slot slots[CCR_BREADCRUMB_CAPACITY];
+} ccr_breadcrumb_ring;
+
 typedef struct ccr_session_file {
     uint32_t magic;
     uint32_t version;
     uint32_t size;
-    uint32_t breadcrumb_capacity;
+    uint32_t breadcrumb_capacity;   // per ring
     int32_t pid;
     _Atomic uint32_t state;
     uint64_t started_ns;   // wall clock
     char session_id[40];
     char app_id[128];
     char app_version[64];
-    _Atomic uint64_t breadcrumb_next;   // number of breadcrumbs ever appended
+    uint32_t breadcrumb_rings;
     _Atomic uint64_t user_seq;
     uint16_t user_id_length;
     char user_id[CCR_USER_ID_MAX];
     ccr_key_slot keys[CCR_KEY_CAPACITY];
-    ccr_breadcrumb_slot breadcrumbs[CCR_BREADCRUMB_CAPACITY];
+    ccr_breadcrumb_ring rings[CCR_BREADCRUMB_RINGS];
 } ccr_session_file;
 
 /// The mapped session file of this process, or NULL before install.
 extern ccr_session_file *_Nullable ccr_session;
+
+/// Breadcrumbs appended to all rings of `s` so far. Async-signal-safe (loads only).
+static inline uint64_t ccr_session_breadcrumbs_written(const ccr_session_file *_Nonnull s) {
+    uint64_t total = 0;
+    for (int i = 0; i < CCR_BREADCRUMB_RINGS; i++) total += atomic_load_explicit(&s->rings[i].next, memory_order_acquire);
+    return total;
+}
 
 #endif
