@@ -9,6 +9,17 @@ func residentBytes() -> Int {
     return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// RssAnon, RssFile and RssShmem of /proc/self/status, in bytes: private memory apart from pages
+/// of mapped files (shared library code touched for the first time, the session file).
+func residentParts() -> (anonymous: Int, file: Int, shared: Int) {
+    let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    func kilobytes(_ key: String) -> Int {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+    return (kilobytes("RssAnon"), kilobytes("RssFile"), kilobytes("RssShmem"))
+}
+
 func nanoseconds(_ body: () -> Void) -> Double {
     let start = ContinuousClock.now
     body()
@@ -59,9 +70,12 @@ func measure(threads: Int, operations: Int, rounds: Int = 7, _ body: @escaping @
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : NSTemporaryDirectory() + "/bench-context-\(getpid())"
 let operations = 2_000_000
 _ = residentBytes()
+_ = residentParts()
 let before = residentBytes()
+let partsBefore = residentParts()
 try CrashReporter.start(.init(appID: "com.example.bench", reportsDirectory: directory))
 let afterStart = residentBytes()
+let partsAfterStart = residentParts()
 for index in 0..<1000 { CrashReporter.log("warm-up breadcrumb \(index) with a typical length of text") }
 let afterRing = residentBytes()
 
@@ -69,6 +83,8 @@ let existing = "GET /api/v1/orders 200 in 12 ms"
 let ring = MutexRing()
 let ours1 = measure(threads: 1, operations: operations) { _ in CrashReporter.log(existing) }
 let ours1Interpolated = measure(threads: 1, operations: operations) { index in CrashReporter.log("GET /api/v1/orders/\(index) 200") }
+nonisolated(unsafe) var lengths = 0
+let interpolationAlone = measure(threads: 1, operations: operations) { index in lengths &+= "GET /api/v1/orders/\(index) 200".utf8.count }
 let mutex1 = measure(threads: 1, operations: operations) { _ in ring.append(existing) }
 let ours2 = measure(threads: 2, operations: operations) { _ in CrashReporter.log(existing) }
 let ours2Interpolated = measure(threads: 2, operations: operations) { index in CrashReporter.log("GET /api/v1/orders/\(index) 200") }
@@ -80,9 +96,11 @@ let keysInt = measure(threads: 1, operations: 200_000) { index in CrashReporter.
 func row(_ name: String, _ value: Double, _ note: String = "") {
     print(name.padding(toLength: 62, withPad: " ", startingAt: 0) + String(format: "%8.1f ns", value) + (note.isEmpty ? "" : "   " + note))
 }
-print("context benchmark, release build, \(operations) appends per case, median of 7 rounds")
+let realtime = sched_getscheduler(0) == SCHED_FIFO
+print("context benchmark, release build, \(operations) appends per case, median of 7 rounds" + (realtime ? ", SCHED_FIFO (other load kept off these threads)" : ""))
 row("breadcrumb, existing String, 1 thread", ours1, "(target <= 25 ns)")
 row("breadcrumb, interpolated String, 1 thread", ours1Interpolated)
+row("  of which building the interpolated String (no breadcrumb)", interpolationAlone)
 row("Mutex<[String]> ring, existing String, 1 thread", mutex1)
 row("breadcrumb, existing String, 2 threads (per append)", ours2)
 row("Mutex<[String]> ring, existing String, 2 threads (per append)", mutex2, String(format: "ratio %.1fx (target >= 3x)", mutex2 / ours2))
@@ -90,7 +108,9 @@ row("breadcrumb, interpolated String, 2 threads (per append)", ours2Interpolated
 row("Mutex<[String]> ring, interpolated String, 2 threads", mutex2Interpolated, String(format: "ratio %.1fx", mutex2Interpolated / ours2Interpolated))
 row("setCustomValue(String) over 64 keys", keys)
 row("setCustomValue(Int), one key", keysInt)
-print(String(format: "resident memory added by start(): %.2f MiB (target <= 2 MiB); after 1000 breadcrumbs: %.2f MiB",
-             Double(afterStart - before) / 1048576, Double(afterRing - before) / 1048576))
+print(String(format: "resident memory added by start(): %.2f MiB (target <= 2 MiB): %.2f MiB anonymous, %.2f MiB file pages, %.2f MiB shmem",
+             Double(afterStart - before) / 1048576, Double(partsAfterStart.anonymous - partsBefore.anonymous) / 1048576,
+             Double(partsAfterStart.file - partsBefore.file) / 1048576, Double(partsAfterStart.shared - partsBefore.shared) / 1048576))
+print(String(format: "after 1000 breadcrumbs on one thread: %.2f MiB more than before start()", Double(afterRing - before) / 1048576))
 CrashReporter.endSession()
 try? FileManager.default.removeItem(atPath: directory)
