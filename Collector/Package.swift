@@ -60,6 +60,7 @@ let package = Package(
             name: "CollectorTests",
             dependencies: ["Collector", "CCollectorZlib", "CrashCollector", .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                            .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Hummingbird", package: "hummingbird"),   // the alert webhook's listener
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "PostgresNIO", package: "postgres-nio")]
         ),

@@ -23,6 +23,12 @@ public struct CollectorConfiguration: Sendable {
     public var rateLimit: Double
     /// Requests a token may make at once after a quiet spell (its bucket's size).
     public var rateBurst: Int
+    /// When an issue's last hour is a spike (dashboard banner, GET /api/alerts, the webhook).
+    public var alertRule: AlertRule
+    /// Where a velocity alert is POSTed as JSON, once per issue per hour; nil for none.
+    public var alertWebhook: URL?
+    /// How often the webhook's sender looks for alerts.
+    public var alertCheckInterval: Duration
 
     public static let seedBodyLimit = 5 * 1024 * 1024
     /// A token is usually one app on every host it runs on: generous, against floods, not use.
@@ -33,7 +39,8 @@ public struct CollectorConfiguration: Sendable {
                 acceptAnonymousLogs: Bool = false, maxBodyBytes: Int = CollectorConfiguration.seedBodyLimit,
                 maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil,
                 rateLimit: Double = CollectorConfiguration.defaultRateLimit,
-                rateBurst: Int = CollectorConfiguration.defaultRateBurst) {
+                rateBurst: Int = CollectorConfiguration.defaultRateBurst, alertRule: AlertRule = AlertRule(),
+                alertWebhook: URL? = nil, alertCheckInterval: Duration = .seconds(60)) {
         self.ingestTokens = ingestTokens
         self.dashboardPassword = dashboardPassword
         self.retentionDays = retentionDays
@@ -43,6 +50,9 @@ public struct CollectorConfiguration: Sendable {
         self.advertisedHost = advertisedHost
         self.rateLimit = rateLimit
         self.rateBurst = rateBurst
+        self.alertRule = alertRule
+        self.alertWebhook = alertWebhook
+        self.alertCheckInterval = alertCheckInterval
     }
 }
 

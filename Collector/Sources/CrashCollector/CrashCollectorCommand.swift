@@ -14,7 +14,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
             COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
-            COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST.
+            COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK.
             """)
 
     @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
@@ -47,6 +47,15 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Option(help: "Requests each token may make at once after a quiet spell (default 500).")
     var rateBurst: Int?
 
+    @Option(help: "Velocity alert: an issue's last hour has at least this many times its hourly average over the 7 days before (default 3).")
+    var alertFactor: Double?
+
+    @Option(help: "Velocity alert: and at least this many events in the last hour (default 10).")
+    var alertMinimum: Int?
+
+    @Option(help: "POST each velocity alert as JSON to this http(s) URL, once per issue per hour.")
+    var alertWebhook: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -76,6 +85,19 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             ?? CollectorConfiguration.defaultRateBurst
         guard rate >= 0, rate.isFinite else { throw ValidationError("the rate limit is a number of requests per second, 0 or more") }
         guard burst >= 1 else { throw ValidationError("the rate burst is 1 or more") }
+        let factor = try alertFactor ?? environment["COLLECTOR_ALERT_FACTOR"].map(parseDouble("COLLECTOR_ALERT_FACTOR"))
+            ?? AlertRule.defaultFactor
+        let minimum = try alertMinimum ?? environment["COLLECTOR_ALERT_MINIMUM"].map(parseInt("COLLECTOR_ALERT_MINIMUM"))
+            ?? AlertRule.defaultMinimum
+        guard factor >= 0, factor.isFinite else { throw ValidationError("the alert factor is a number, 0 or more") }
+        guard minimum >= 1 else { throw ValidationError("the alert minimum is 1 or more events") }
+        var webhook: URL?
+        if let text = alertWebhook ?? environment["COLLECTOR_ALERT_WEBHOOK"], !text.isEmpty {
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw ValidationError("the alert webhook is an http:// or https:// URL, got \"\(text)\"")
+            }
+            webhook = url
+        }
 
         var logger = Logger(label: "crash-collector")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -83,7 +105,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let store = try await openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
-            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst)
+            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
+            alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook)
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(

@@ -8,46 +8,65 @@ struct Dashboard: Sendable {
     let store: any Store
     let address: ListeningAddress
     let advertisedHost: String?
+    var rule = AlertRule()
 
     // MARK: Pages
 
-    func issuesPage() async throws -> String {
+    func issuesPage(now: Date = Date()) async throws -> String {
+        let metrics = IssueMetrics(store: store, rule: rule)
         let issues = try await store.issues(IssueQuery(limit: 500))
-        let rates = try await store.crashFree(days: 7, now: Date()).prefix(30)
-        var body = """
-            <h1>Issues</h1>
+        let allRates = try await store.crashFree(days: IssueMetrics.trendDays, now: now)
+        let rates = allRates.filter { $0.day >= SQLiteStore.day(now.addingTimeInterval(-6 * 86_400)) }.prefix(30)
+        let trends = try await metrics.trends(now: now)
+        let alerts = try await metrics.alerts(now: now)
+        let alerting = Set(alerts.map(\.issue.id))
+        let empty = IssueMetrics.emptyTrend(now: now)
+        var body = "<h1>Issues</h1>"
+        if !alerts.isEmpty { body += alertBanner(alerts) }
+        body += """
             <h2>Crash-free, last 7 days</h2>
             <p class="muted">Targets (seed 001): crash-free users &gt; 99.5%, crash-free sessions &gt; 99.9%.
-            A session is one run's test_run_id, counted on the day it ran when it sent anything.</p>
+            A session is one run's session id (test_run_id), counted on the UTC day it started: from its session
+            beacon, or from its uploads when it sent no beacon.</p>
             """
         if rates.isEmpty {
             body += "<p class=\"empty\">No sessions in the last 7 days.</p>"
         } else {
+            let days = IssueMetrics.trendDays(endingAt: now)
+            body += "<div class=\"charts\" id=\"crash-free-charts\">"
+            body += CrashFreeChart(rows: allRates, days: days, metric: .sessions).svg()
+            body += CrashFreeChart(rows: allRates, days: days, metric: .users).svg()
+            body += "</div>"
             body += """
-                <table><tr><th>Day</th><th>App</th><th>Version</th><th>Crash-free users</th><th>Crash-free sessions</th>
+                <table id="crash-free-table"><caption>Crash-free rates per day and version (the charts' data, last 7 days)</caption>
+                <tr><th>Day</th><th>App</th><th>Version</th><th>Crash-free users</th><th>Crash-free sessions</th>
                 <th>Sessions</th></tr>
                 """
             for row in rates {
                 let rate = CrashFreeJSON(row)
                 body += "<tr><td>\(h(row.day))</td><td>\(h(row.bundleID))</td><td>\(h(row.appVersion))</td>"
-                    + "<td class=\"\(rate.crash_free_users > 0.995 ? "ok" : "bad")\">\(percent(rate.crash_free_users))</td>"
-                    + "<td class=\"\(rate.crash_free_sessions > 0.999 ? "ok" : "bad")\">\(percent(rate.crash_free_sessions))</td>"
+                    + "<td class=\"\(rate.crash_free_users > CrashFreeChart.Metric.users.target ? "ok" : "bad")\">\(percent(rate.crash_free_users))</td>"
+                    + "<td class=\"\(rate.crash_free_sessions > CrashFreeChart.Metric.sessions.target ? "ok" : "bad")\">\(percent(rate.crash_free_sessions))</td>"
                     + "<td>\(row.sessions)</td></tr>"
             }
             body += "</table>"
         }
+        body += try await topCrashesSection(metrics: metrics, trends: trends, now: now)
+        body += "<h2>All issues</h2>"
         if issues.isEmpty {
             body += "<p class=\"empty\">No issues yet. Point an app's upload endpoint at this collector (Connect App, top right).</p>"
         } else {
             body += """
-                <table class="issues"><tr><th>Issue</th><th>Kind</th><th>App</th><th>Events</th><th>Users</th>
+                <table class="issues"><tr><th>Issue</th><th>Kind</th><th>App</th><th>Events</th><th>Last 14 days</th><th>Users</th>
                 <th>Versions</th><th>First seen</th><th>Last seen</th></tr>
                 """
             for issue in issues {
+                let badge = alerting.contains(issue.id) ? " <span class=\"badge spike\" title=\"velocity alert\">spike</span>" : ""
                 body += """
-                    <tr><td><a href="/issues/\(issue.id)">\(h(issue.title))</a><div class="muted">\(h(issue.subtitle))</div></td>
+                    <tr><td><a href="/issues/\(issue.id)">\(h(issue.title))</a>\(badge)<div class="muted">\(h(issue.subtitle))</div></td>
                     <td><span class="kind \(h(issue.kind))">\(h(issue.kind))</span></td><td>\(h(issue.bundleID))</td>
-                    <td>\(issue.eventCount)</td><td>\(issue.userCount)</td><td>\(h(issue.versions.joined(separator: ", ")))</td>
+                    <td>\(issue.eventCount)</td><td>\(sparkline(trends[issue.id] ?? empty))</td><td>\(issue.userCount)</td>
+                    <td>\(h(issue.versions.joined(separator: ", ")))</td>
                     <td>\(h(Timestamp.format(issue.firstSeen)))</td><td>\(h(Timestamp.format(issue.lastSeen)))</td></tr>
                     """
             }
@@ -56,12 +75,47 @@ struct Dashboard: Sendable {
         return layout(title: "Issues", body: body)
     }
 
-    func issuePage(id: Int64) async throws -> String? {
-        guard let detail = try await ReadAPI(store: store).issueDetail(id: id) else { return nil }
+    private func alertBanner(_ alerts: [VelocityAlert]) -> String {
+        var body = """
+            <div class="alert" role="alert" id="velocity-alerts"><strong>Velocity alert</strong>
+            (at least \(rule.minimum) events in the last hour and \(formatNumber(rule.factor))× the issue's hourly average over the
+            7 days before)<ul>
+            """
+        for alert in alerts {
+            body += "<li><a href=\"/issues/\(alert.issue.id)\">\(h(alert.issue.title))</a> (\(h(alert.issue.bundleID))): "
+                + "\(alert.lastHour) events in the last hour, \(formatNumber(alert.baselinePerHour)) per hour before</li>"
+        }
+        return body + "</ul></div>"
+    }
+
+    private func topCrashesSection(metrics: IssueMetrics, trends: [Int64: [TrendDay]], now: Date) async throws -> String {
+        var body = "<section id=\"top-crashes\"><h2>Top crashes</h2><div class=\"columns\">"
+        for (window, label) in [(86_400.0, "last 24 hours"), (7 * 86_400.0, "last 7 days")] {
+            let ranked = try await metrics.top(window: window, now: now, limit: 10)
+            body += "<div><h3>By events, \(label)</h3>"
+            if ranked.isEmpty {
+                body += "<p class=\"muted\">No events in the \(label).</p></div>"
+                continue
+            }
+            body += "<table class=\"top\"><tr><th>#</th><th>Issue</th><th>Events</th><th>Last 14 days</th></tr>"
+            for (rank, entry) in ranked.enumerated() {
+                body += "<tr><td>\(rank + 1)</td><td><a href=\"/issues/\(entry.issue.id)\">\(h(entry.issue.title))</a>"
+                    + " <span class=\"kind \(h(entry.issue.kind))\">\(h(entry.issue.kind))</span>"
+                    + "<div class=\"muted\">\(h(entry.issue.bundleID))</div></td><td>\(entry.events)</td>"
+                    + "<td>\(sparkline(trends[entry.issue.id] ?? IssueMetrics.emptyTrend(now: now)))</td></tr>"
+            }
+            body += "</table></div>"
+        }
+        return body + "</div></section>"
+    }
+
+    func issuePage(id: Int64, now: Date = Date()) async throws -> String? {
+        guard let detail = try await ReadAPI(store: store, rule: rule).issueDetail(id: id, now: now) else { return nil }
         let issue = detail.issue
+        let alert = try await IssueMetrics(store: store, rule: rule).alerts(now: now).first { $0.issue.id == id }
         var body = """
             <p><a href="/">← Issues</a></p>
-            <h1>\(h(issue.title))</h1>
+            <h1>\(h(issue.title))\(alert == nil ? "" : " <span class=\"badge spike\" title=\"velocity alert\">spike</span>")</h1>
             <p class="subtitle">\(h(issue.subtitle))</p>
             <dl class="stats">
             <div><dt>Events</dt><dd>\(issue.event_count)</dd></div><div><dt>Users</dt><dd>\(issue.user_count)</dd></div>
@@ -71,6 +125,9 @@ struct Dashboard: Sendable {
             </dl>
             <p class="muted">Signature: <code>\(h(issue.signature))</code></p>
             """
+        if let alert { body += alertBanner([alert]) }
+        body += "<h2>Events per day, last 14 days</h2><div id=\"issue-trend\">"
+            + sparkline(issue.trend ?? IssueMetrics.emptyTrend(now: now), width: 336, height: 60) + "</div>"
         if let event = detail.latest_event { body += eventSection(event) }
         body += "<h2>Recent events</h2><table><tr><th>Occurred</th><th>Received</th><th>Version</th><th>User</th><th>Diagnostics id</th></tr>"
         for event in detail.events {
@@ -356,7 +413,12 @@ struct Dashboard: Sendable {
         .stats{display:flex;flex-wrap:wrap;gap:1.5em}.stats dt{color:#6b7280;font-size:.85em}.stats dd{margin:0;font-weight:600}
         .meta{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}.meta dt{color:#6b7280}.meta dd{margin:0}
         .frames tr.in-app td{font-weight:600}.frames tr.system td{color:#6b7280}
-        .columns{display:flex;gap:3em;flex-wrap:wrap}
+        .columns{display:flex;gap:3em;flex-wrap:wrap}.columns>div{flex:1;min-width:320px}
+        .charts{display:flex;gap:1.5em;flex-wrap:wrap}.charts figure{margin:0;background:#fff;padding:.5em}
+        .charts figcaption{color:#4b5563;font-size:.85em}
+        .alert{background:#fde2e1;border-left:4px solid #b3261e;padding:.5em 1em;margin:.5em 0 1em}.alert ul{margin:.3em 0}
+        .badge{font-size:.75em;padding:.1em .45em;border-radius:3px;vertical-align:middle}.badge.spike{background:#b3261e;color:#fff}
+        svg.spark{vertical-align:middle}caption{text-align:left;color:#4b5563;font-size:.85em;padding:.3em 0}
         .level-error td,.level-fatal td{color:#b3261e}
         dialog{border:0;border-radius:8px;padding:1.5em;width:min(560px,90vw);box-shadow:0 8px 30px #0004}
         dialog label{display:block;margin:.6em 0}dialog input,dialog select,dialog textarea{display:block;width:100%;padding:.4em;box-sizing:border-box}
@@ -386,7 +448,15 @@ func h(_ text: String) -> String {
 
 private func row(_ name: String, _ value: String) -> String { "<dt>\(h(name))</dt><dd>\(h(value))</dd>" }
 
-private func percent(_ rate: Double) -> String { String(format: "%.2f%%", rate * 100) }
+func percent(_ rate: Double) -> String { String(format: "%.2f%%", rate * 100) }
+
+/// 3, 2.5, 0.143: at most three decimals, no trailing zeros.
+func formatNumber(_ value: Double) -> String {
+    var text = String(format: "%.3f", value)
+    while text.hasSuffix("0") { text.removeLast() }
+    if text.hasSuffix(".") { text.removeLast() }
+    return text
+}
 
 func compactJSON(_ value: JSONValue) -> String {
     let encoder = JSONEncoder()

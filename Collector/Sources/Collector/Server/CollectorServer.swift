@@ -42,6 +42,10 @@ public enum CollectorServer {
         if configuration.retentionDays > 0 {
             services.append(RetentionService(store: store, days: configuration.retentionDays, logger: logger))
         }
+        if let webhook = configuration.alertWebhook {
+            services.append(AlertWebhook(metrics: IssueMetrics(store: store, rule: configuration.alertRule), url: webhook,
+                                         interval: configuration.alertCheckInterval, logger: logger))
+        }
         return Application(
             router: router,
             server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
@@ -58,8 +62,9 @@ public enum CollectorServer {
                            logger: Logger) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let ingest = Ingest(store: store, configuration: configuration)
-        let read = ReadAPI(store: store)
-        let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost)
+        let read = ReadAPI(store: store, rule: configuration.alertRule)
+        let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost,
+                                  rule: configuration.alertRule)
         let auth = DashboardAuth(password: configuration.dashboardPassword)
         let limiter = RateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
         /// A 429 when the request's token (checked before) has used its bucket; nil to go on.
@@ -142,6 +147,18 @@ public enum CollectorServer {
             return await answering(logger) {
                 try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)))
             }
+        }
+        router.get("/api/top-crashes") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            return await answering(logger) {
+                let query = request.uri.queryParameters
+                let limit = min(100, max(1, query.get("limit", as: Int.self) ?? 10))
+                return .json(200, try await read.topCrashes(limit: limit, kind: query.get("kind")))
+            }
+        }
+        router.get("/api/alerts") { request, context in
+            guard auth.allows(request) else { return auth.challenge(json: true) }
+            return await answering(logger) { .json(200, try await read.alerts()) }
         }
         router.get("/api/connect-link") { request, context in
             guard auth.allows(request) else { return auth.challenge(json: true) }

@@ -349,7 +349,18 @@ enum OpenAPI {
                            "kind": {"type": "string"}, "title": {"type": "string"}, "subtitle": {"type": "string"},
                            "exception_type": {"type": "string"}, "event_count": {"type": "integer"},
                            "user_count": {"type": "integer"}, "first_seen": {"type": "string"},
-                           "last_seen": {"type": "string"}, "versions": {"type": "array", "items": {"type": "string"}}}
+                           "last_seen": {"type": "string"}, "versions": {"type": "array", "items": {"type": "string"}},
+                           "trend": {"description": "Events received per UTC day over the last 14 days, oldest first.",
+                                     "type": "array", "items": {"$ref": "#/components/schemas/TrendDay"}}}
+          },
+          "TrendDay": {
+            "type": "object", "required": ["day", "events"],
+            "properties": {"day": {"type": "string", "format": "date"}, "events": {"type": "integer", "minimum": 0}}
+          },
+          "RankedIssue": {
+            "type": "object", "required": ["events", "issue"],
+            "properties": {"events": {"description": "Events received in the window.", "type": "integer"},
+                           "issue": {"$ref": "#/components/schemas/Issue"}}
           }
         },
         "responses": {
@@ -465,6 +476,41 @@ enum OpenAPI {
             "security": [{"dashboard": []}],
             "parameters": [{"name": "days", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 365}}],
             "responses": {"200": {"description": "{\"targets\", \"rows\"}"}, "401": {"$ref": "#/components/responses/Unauthorized"}}
+          }
+        },
+        "/api/top-crashes": {
+          "get": {
+            "summary": "Issues ranked by events received in the last 24 hours and the last 7 days (most first), with their 14-day trends.",
+            "security": [{"dashboard": []}],
+            "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                           {"name": "kind", "in": "query", "schema": {"enum": ["crash", "non_fatal", "abnormal_termination"]}}],
+            "responses": {
+              "200": {"description": "The rankings.", "content": {"application/json": {"schema": {
+                "type": "object", "required": ["generated_at", "last_24h", "last_7d"],
+                "properties": {"generated_at": {"type": "string", "format": "date-time"},
+                               "last_24h": {"type": "array", "items": {"$ref": "#/components/schemas/RankedIssue"}},
+                               "last_7d": {"type": "array", "items": {"$ref": "#/components/schemas/RankedIssue"}}}}}}},
+              "401": {"$ref": "#/components/responses/Unauthorized"}
+            }
+          }
+        },
+        "/api/alerts": {
+          "get": {
+            "summary": "Velocity alerts: issues with at least `minimum` events in the last hour and at least `factor` times their hourly average over the 7 days before it (--alert-factor, --alert-minimum).",
+            "security": [{"dashboard": []}],
+            "responses": {
+              "200": {"description": "The rule and the issues it fires for, the most events first.",
+                      "content": {"application/json": {"schema": {
+                "type": "object", "required": ["generated_at", "rule", "alerts"],
+                "properties": {
+                  "generated_at": {"type": "string", "format": "date-time"},
+                  "rule": {"type": "object", "properties": {"factor": {"type": "number"}, "minimum": {"type": "integer"},
+                                                            "window_hours": {"type": "integer"}, "baseline_days": {"type": "integer"}}},
+                  "alerts": {"type": "array", "items": {"type": "object", "required": ["issue", "last_hour", "baseline_per_hour"],
+                    "properties": {"issue": {"$ref": "#/components/schemas/Issue"}, "last_hour": {"type": "integer"},
+                                   "baseline_per_hour": {"type": "number"}}}}}}}}},
+              "401": {"$ref": "#/components/responses/Unauthorized"}
+            }
           }
         },
         "/api/connect-link": {

@@ -1,5 +1,5 @@
-// The read API's JSON (GET /api/issues, /api/issues/{id}, /api/logs, /api/crash-free) and the
-// shapes the dashboard renders from. Wire names are snake_case like the payload they come from.
+// The read API's JSON (GET /api/issues, /api/issues/{id}, /api/logs, /api/crash-free,
+// /api/top-crashes, /api/alerts) and the shapes the dashboard renders from. Wire names are snake_case like the payload they come from.
 import CrashReportModel
 import Foundation
 
@@ -16,8 +16,10 @@ struct IssueJSON: Codable, Equatable {
     var first_seen: String
     var last_seen: String
     var versions: [String]
+    /// Events per UTC day over the last 14 days, oldest first (where the answer carries it).
+    var trend: [TrendDay]?
 
-    init(_ issue: IssueSummary) {
+    init(_ issue: IssueSummary, trend: [TrendDay]? = nil) {
         id = issue.id
         bundle_id = issue.bundleID
         signature = issue.signature
@@ -30,6 +32,7 @@ struct IssueJSON: Codable, Equatable {
         first_seen = Timestamp.format(issue.firstSeen)
         last_seen = Timestamp.format(issue.lastSeen)
         versions = issue.versions
+        self.trend = trend
     }
 }
 
@@ -182,11 +185,57 @@ struct CrashFreeJSON: Codable {
     }
 }
 
+struct RankedIssueJSON: Codable {
+    /// Events received in the window.
+    var events: Int
+    var issue: IssueJSON
+}
+
+struct TopCrashesJSON: Codable {
+    var generated_at: String
+    var last_24h: [RankedIssueJSON]
+    var last_7d: [RankedIssueJSON]
+}
+
+struct AlertJSON: Codable {
+    var issue: IssueJSON
+    var last_hour: Int
+    var baseline_per_hour: Double
+}
+
+struct AlertsJSON: Codable {
+    struct Rule: Codable {
+        var factor: Double
+        var minimum: Int
+        var window_hours: Int
+        var baseline_days: Int
+    }
+    var generated_at: String
+    var rule: Rule
+    var alerts: [AlertJSON]
+
+    init(rule: AlertRule, alerts: [VelocityAlert], trends: [Int64: [TrendDay]], now: Date) {
+        generated_at = Timestamp.format(now)
+        self.rule = Rule(factor: rule.factor, minimum: rule.minimum, window_hours: Int(AlertRule.window / 3600),
+                         baseline_days: Int(AlertRule.baselineWindow / 86_400))
+        self.alerts = alerts.map {
+            AlertJSON(issue: IssueJSON($0.issue, trend: trends[$0.issue.id] ?? IssueMetrics.emptyTrend(now: now)),
+                      last_hour: $0.lastHour, baseline_per_hour: ($0.baselinePerHour * 1000).rounded() / 1000)
+        }
+    }
+}
+
 struct ReadAPI: Sendable {
     let store: any Store
+    var rule = AlertRule()
 
-    func issues(_ query: IssueQuery) async throws -> APIAnswer {
-        .json(200, ["issues": try await store.issues(query).map(IssueJSON.init)])
+    var metrics: IssueMetrics { IssueMetrics(store: store, rule: rule) }
+
+    func issues(_ query: IssueQuery, now: Date = Date()) async throws -> APIAnswer {
+        let issues = try await store.issues(query)
+        let trends = try await metrics.trends(now: now)
+        let empty = IssueMetrics.emptyTrend(now: now)
+        return .json(200, ["issues": issues.map { IssueJSON($0, trend: trends[$0.id] ?? empty) }])
     }
 
     func issue(id: Int64) async throws -> APIAnswer? {
@@ -194,11 +243,12 @@ struct ReadAPI: Sendable {
         return .json(200, detail)
     }
 
-    func issueDetail(id: Int64, events limit: Int = 50) async throws -> IssueDetailJSON? {
+    func issueDetail(id: Int64, events limit: Int = 50, now: Date = Date()) async throws -> IssueDetailJSON? {
         guard let issue = try await store.issue(id: id) else { return nil }
         let events = try await store.events(issueID: id, limit: limit)
+        let trend = try await metrics.trends(now: now, issueID: id)[id] ?? IssueMetrics.emptyTrend(now: now)
         return IssueDetailJSON(
-            issue: IssueJSON(issue), latest_event: try events.first.map(EventJSON.init),
+            issue: IssueJSON(issue, trend: trend), latest_event: try events.first.map(EventJSON.init),
             events: events.map {
                 EventRefJSON(id: $0.id, diagnostics_id: $0.diagnosticsID, timestamp: Timestamp.format($0.occurredAt),
                              received_at: Timestamp.format($0.receivedAt), app_version: $0.appVersion, user_id: $0.userID)
@@ -213,6 +263,24 @@ struct ReadAPI: Sendable {
         .json(200, CrashFreeResponse(
             targets: .init(crash_free_users: 0.995, crash_free_sessions: 0.999),
             rows: try await store.crashFree(days: days, now: Date()).map(CrashFreeJSON.init)))
+    }
+
+    func topCrashes(limit: Int, kind: String?, now: Date = Date()) async throws -> TopCrashesJSON {
+        let trends = try await metrics.trends(now: now)
+        let empty = IssueMetrics.emptyTrend(now: now)
+        func ranked(_ window: TimeInterval) async throws -> [RankedIssueJSON] {
+            try await metrics.top(window: window, now: now, limit: limit, kind: kind).map {
+                RankedIssueJSON(events: $0.events, issue: IssueJSON($0.issue, trend: trends[$0.issue.id] ?? empty))
+            }
+        }
+        return TopCrashesJSON(generated_at: Timestamp.format(now), last_24h: try await ranked(86_400),
+                              last_7d: try await ranked(7 * 86_400))
+    }
+
+    func alerts(now: Date = Date()) async throws -> AlertsJSON {
+        let alerts = try await metrics.alerts(now: now)
+        let trends = alerts.isEmpty ? [:] : try await metrics.trends(now: now)
+        return AlertsJSON(rule: rule, alerts: alerts, trends: trends, now: now)
     }
 
     struct CrashFreeResponse: Codable {
