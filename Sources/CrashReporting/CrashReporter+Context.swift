@@ -56,6 +56,13 @@ extension CrashReporter {
         id.withUTF8 { ccr_set_user_id($0.baseAddress, $0.count) }
     }
 
+    /// The user id set for this session, if any.
+    static func currentUserID() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let length = buffer.withUnsafeMutableBufferPointer { ccr_current_user_id($0.baseAddress!, $0.count) }
+        return length == 0 ? nil : String(decoding: buffer[..<length], as: UTF8.self)
+    }
+
     @discardableResult
     public static func setCustomValue(_ value: Bool, forKey key: String) -> String? {
         setKey(key, type: 1, value: value ? "true" : "false")

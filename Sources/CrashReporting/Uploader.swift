@@ -15,6 +15,8 @@ final class Uploader: Sendable {
     let settings: CrashReporter.Upload
     let app: AppMetadata
     let sessionID: String
+    /// When this launch started (its session beacon's started_at).
+    let startedAt = Date()
 
     private struct Shared {
         var requested: UInt64 = 1   // the launch's own pass
@@ -201,6 +203,8 @@ final class Uploader: Sendable {
         let memo = RedactionMemo(redactor: settings.redactor ?? .seed000,
                                  verifier: settings.verifiesRedaction ? settings.verifier ?? RedactionVerifier() : nil)
         let host = HostMetadata.current(reportsDirectory: directory.path)
+        // Spooled first: a pass that stops at an unreachable collector must not lose it.
+        if settings.transports == nil { spoolBeacon(host: host) }
         var names = directory.recordsOldestFirst(in: directory.pendingFolder)
         // Crash on launch: the crash that may repeat goes first, before any backlog.
         if let first = priorityRecord, let index = names.firstIndex(of: first) { names.insert(names.remove(at: index), at: 0) }
@@ -210,7 +214,8 @@ final class Uploader: Sendable {
             let builder = PayloadBuilder(app: app, host: host, droppedReports: dropped)
             guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo, down: &down) else { return }
         }
-        if settings.transports == nil { _ = sendAPILogs(memo: memo) }   // seed 003's log server is the collector
+        // Seed 003's log server and the session count are the collector's.
+        if settings.transports == nil && sendAPILogs(memo: memo) { sendBeacons(memo: memo) }
     }
 
     /// Records left in uploading/ by a process that died mid-upload go back to pending/. One

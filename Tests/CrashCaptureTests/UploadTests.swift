@@ -421,6 +421,35 @@ struct UploadTests {
         #expect(try scenario.state().apiLogs.count == 3)
     }
 
+    @Test("session beacons: one per launch, kept while the collector is down, sent once")
+    func sessionBeacons() throws {
+        let scenario = try UploadScenario("beacons")
+        // Launch 1 finds nobody listening: its beacon stays in beacons/.
+        _ = try scenario.run("upload-pass", ["CRASH_FIXTURE_ENDPOINT": "http://127.0.0.1:9"])
+        #expect(scenario.files("beacons", suffix: ".json").count == 1)
+        #expect(try scenario.state().sessions.isEmpty)
+        // Launch 2 sends both, launch 3 only its own.
+        _ = try scenario.run("upload-pass")
+        #expect(try scenario.state().sessions.count == 2)
+        _ = try scenario.run("upload-pass")
+        let sessions = try scenario.state().sessions
+        try #require(sessions.count == 3, "\(sessions)")
+        #expect(Set(sessions.compactMap { $0["session_id"] as? String }).count == 3)
+        #expect(scenario.files("beacons", suffix: ".json").isEmpty)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for session in sessions {
+            #expect(session["bundle_id"] as? String == "com.example.crash-fixture")
+            #expect((session["app_version"] as? String)?.isEmpty == false)
+            #expect((session["device_identifier"] as? String)?.count == 8)
+            let started = (session["started_at"] as? String).flatMap(formatter.date(from:))
+            #expect(started.map { abs($0.timeIntervalSinceNow) < 600 } == true, "\(session)")
+        }
+        // Launches in order: launch 1's beacon came with launch 2's, first.
+        let starts = sessions.compactMap { ($0["started_at"] as? String).flatMap(formatter.date(from:)) }
+        #expect(starts == starts.sorted())
+    }
+
     @Test("endpoint resolution: configuration > environment > connect URL > localhost:9090")
     func endpointResolution() throws {
         let scenario = try UploadScenario("endpoint")

@@ -26,6 +26,11 @@ public final class FakeCollector: @unchecked Sendable {
         public internal(set) var raw = Data()
 
         /// Seed 003's api_log events received by POST /api/logs.
+        /// Session beacons received (POST /api/v1/sessions), in arrival order.
+        public var sessions: [[String: Any]] {
+            let object = (try? JSONSerialization.jsonObject(with: raw)) as? [String: Any]
+            return object?["sessions"] as? [[String: Any]] ?? []
+        }
         public var apiLogs: [[String: Any]] {
             let object = (try? JSONSerialization.jsonObject(with: raw)) as? [String: Any]
             return object?["api_logs"] as? [[String: Any]] ?? []

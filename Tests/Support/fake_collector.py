@@ -12,6 +12,10 @@ cleanly on SIGTERM, or when its parent process dies. Standard library only, plus
   POST /api/v1/qa/diagnostics   the upload: Bearer token, optional gzip, 5 MiB limit (as sent),
                                 JSON Schema validation, idempotency by Idempotency-Key
   POST /api/logs                seed 003's api_log events (one object or an array) -> api_logs
+  POST /api/v1/sessions         session beacons {"sessions": [...]}: Bearer token, each entry
+                                checked (session_id, started_at, bundle_id, app_version,
+                                build_number strings; user_id and device_identifier optional
+                                strings) -> sessions (400 for a bad batch, nothing stored)
   POST /logzio?token=&type=     Logz.io's JSON bulk upload (one object per line), each checked
                                 against seed 004's shape (Linux names) -> elk, elk_errors
   POST /control/script          {"responses": [...]} queued answers for the next uploads:
@@ -32,7 +36,7 @@ cleanly on SIGTERM, or when its parent process dies. Standard library only, plus
   POST /control/reset           forget everything (requests, stored, script, modes, api_logs)
   GET  /control/state           requests, stored (payload and payload_text: the body as sent,
                                 gunzipped), unique_keys, duplicate_requests, invalid_count,
-                                api_logs, strict, keep_alive, script_pending
+                                api_logs, sessions, strict, keep_alive, script_pending
 """
 import argparse
 import collections
@@ -95,7 +99,7 @@ class Collector:
 
     def reset(self):
         with self.lock:
-            self.requests, self.stored, self.api_logs = [], [], []
+            self.requests, self.stored, self.api_logs, self.sessions = [], [], [], []
             self.elk, self.elk_errors = [], []
             self.answers = {}  # Idempotency-Key -> the 201 body answered the first time
             self.duplicates = 0
@@ -118,7 +122,7 @@ class Collector:
     def state(self):
         with self.lock:
             return {
-                "requests": self.requests, "stored": self.stored, "api_logs": self.api_logs,
+                "requests": self.requests, "stored": self.stored, "api_logs": self.api_logs, "sessions": self.sessions,
                 "elk": self.elk, "elk_errors": self.elk_errors,
                 "unique_keys": list(self.answers), "duplicate_requests": self.duplicates,
                 "invalid_count": sum(not s["valid"] for s in self.stored),
@@ -242,6 +246,8 @@ class Handler(BaseHTTPRequestHandler):
             with c.lock:
                 c.api_logs.extend(events)
             return self.send_json(201, {"accepted": len(events)})
+        if self.path == "/api/v1/sessions":
+            return self.session_beacons(raw)
         if self.path.startswith("/logzio"):
             return self.logzio(raw)
         if self.path.startswith("/control/"):
@@ -266,6 +272,28 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(400, {"error": "bad_control_request", "message": repr(error)})
             return self.send_json(200, {"ok": True})
         self.send_json(404, {"error": "not_found", "path": self.path})
+
+    def session_beacons(self, raw):
+        if self.headers.get("Authorization") != f"Bearer {self.collector.token}":
+            return self.send_json(401, ERRORS[401])
+        try:
+            body = self.decoded_json(raw)
+            sessions = body["sessions"]
+            if not isinstance(sessions, list) or not 1 <= len(sessions) <= 1000:
+                raise ValueError("sessions must be an array of 1 to 1000 entries")
+            for entry in sessions:
+                for key in ("session_id", "started_at", "bundle_id", "app_version", "build_number"):
+                    if not isinstance(entry.get(key), str) or not entry[key]:
+                        raise ValueError(f"{key} must be a non-empty string: {entry}")
+                datetime.datetime.fromisoformat(entry["started_at"].replace("Z", "+00:00"))
+                for key in ("user_id", "device_identifier"):
+                    if key in entry and entry[key] is not None and not isinstance(entry[key], str):
+                        raise ValueError(f"{key} must be a string")
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            return self.send_json(400, {"error": "validation_failed", "message": str(error), "details": []})
+        with self.collector.lock:
+            self.collector.sessions.extend(sessions)
+        return self.send_json(202, {"accepted": len(sessions)})
 
     def diagnostics(self, raw):
         c = self.collector

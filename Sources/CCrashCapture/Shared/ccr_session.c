@@ -247,6 +247,16 @@ uint64_t ccr_breadcrumb_total(void) {
     return s == NULL ? 0 : ccr_session_breadcrumbs_written(s);
 }
 
+size_t ccr_current_user_id(char *buffer, size_t capacity) {
+    ccr_session_file *s = ccr_session;
+    if (s == NULL || capacity == 0) return 0;
+    pthread_mutex_lock(&keys_lock);   // writers take it too: the id is whole
+    size_t length = min_size(s->user_id_length, capacity);
+    memcpy(buffer, s->user_id, length);
+    pthread_mutex_unlock(&keys_lock);
+    return length;
+}
+
 int ccr_custom_key_count(void) {
     ccr_session_file *s = ccr_session;
     if (s == NULL) return 0;

@@ -80,6 +80,8 @@ void ccr_set_user_id(const char *_Nullable id, size_t length);
 /// Not async-signal-safe: takes a mutex.
 int ccr_set_custom_key(const char *name, size_t name_length, uint8_t type, const char *_Nullable value, size_t value_length,
                        char *_Nullable evicted, size_t evicted_capacity);
+/// Copies this session's user id into `buffer`; its length (0: none). Not async-signal-safe.
+size_t ccr_current_user_id(char *buffer, size_t capacity);
 /// Number of custom keys set. Not async-signal-safe: takes a mutex.
 int ccr_custom_key_count(void);
 /// Breadcrumbs appended to this process's session so far (0 without a session).

@@ -1,0 +1,107 @@
+// Session beacons: one small record per launch, so that the collector counts the sessions that
+// never crash too (crash-free sessions = sessions without a crash / all sessions). The first pass
+// of a launch spools beacons/<session>.json; passes send the spool as one batch to
+// `POST {endpoint}/api/v1/sessions` and delete what was accepted. Only to the collector (no
+// custom transports), and only when sending is allowed, like everything else.
+import CrashReportModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Glibc
+
+extension Uploader {
+    /// The most beacons kept waiting (the oldest go first) and sent per request.
+    static let beaconLimit = 1000
+
+    var beaconsFolder: String { directory.path + "/beacons" }
+
+    /// Writes this launch's beacon, once.
+    func spoolBeacon(host: HostMetadata) {
+        let path = beaconsFolder + "/" + sessionID + ".json"
+        guard access(path, F_OK) != 0 else { return }
+        mkdir(beaconsFolder, 0o755)
+        let beacon: [String: Any] = [
+            "session_id": sessionID,
+            "started_at": Timestamp.iso8601(startedAt),
+            "bundle_id": app.bundle_id,
+            "app_version": app.app_version,
+            "build_number": app.build_number,
+            "device_identifier": host.device_identifier,
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: beacon, options: [.sortedKeys]) else { return }
+        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        // Bounded: a collector that never takes them must not fill the disk.
+        let names = beaconNames()
+        for name in names.prefix(max(0, names.count - Self.beaconLimit)) { unlink(beaconsFolder + "/" + name) }
+    }
+
+    /// Spooled beacons, oldest first (by modification time, then name).
+    private func beaconNames() -> [String] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: beaconsFolder)) ?? []).filter { $0.hasSuffix(".json") }
+        let dated = names.map { name -> (name: String, seconds: Int, nanoseconds: Int) in
+            var info = stat()
+            guard stat(beaconsFolder + "/" + name, &info) == 0 else { return (name, 0, 0) }
+            return (name, info.st_mtim.tv_sec, info.st_mtim.tv_nsec)
+        }
+        return dated.sorted { ($0.seconds, $0.nanoseconds, $0.name) < ($1.seconds, $1.nanoseconds, $1.name) }.map(\.name)
+    }
+
+    /// Sends the spooled beacons; false when the collector is down or refuses the token (they
+    /// stay for a later pass). The user id, redacted as in payloads, is the one set when the beacon
+    /// is sent (this launch's) and none for earlier launches' left-overs.
+    @discardableResult
+    func sendBeacons(memo: RedactionMemo) -> Bool {
+        let names = Array(beaconNames().prefix(Self.beaconLimit))
+        guard !names.isEmpty else { return true }
+        var sessions: [[String: Any]] = []
+        var sent: [String] = []
+        for name in names {
+            let path = beaconsFolder + "/" + name
+            guard let data = FileManager.default.contents(atPath: path),
+                  var beacon = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+                  beacon["session_id"] is String else {
+                unlink(path)   // not ours to fix: a beacon is rewritten by nobody
+                continue
+            }
+            if name == sessionID + ".json", let user = CrashReporter.currentUserID() {
+                beacon["user_id"] = memo.redact(user)
+            }
+            sessions.append(beacon)
+            sent.append(path)
+        }
+        guard !sessions.isEmpty,
+              let json = try? JSONSerialization.data(withJSONObject: ["sessions": sessions], options: [.sortedKeys]),
+              let body = try? Gzip.compress(json) else { return true }
+        var request = URLRequest(url: resolveEndpoint().url.appendingPathComponent("api/v1/sessions"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
+        if let token = settings.token ?? getenv("CRASH_REPORTING_TOKEN").map({ String(cString: $0) }) {
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        }
+        request.httpBody = body
+        switch HTTPTransport.outcome(HTTPExchange.send(request, timeout: settings.requestTimeout)) {
+        case .delivered:
+            for path in sent { unlink(path) }
+            return true
+        case .rejected(let status, let message):
+            // Refused for good: kept aside with the reason, as records are.
+            for path in sent {
+                let target = directory.quarantineFolder + "/beacon-" + URL(fileURLWithPath: path).lastPathComponent
+                rename(path, target)
+                try? Data("HTTP \(status): \(message)\n".utf8).write(to: URL(fileURLWithPath: target + ".reason"))
+            }
+            CrashReporter.warn("the collector refused \(sent.count) session beacon(s): HTTP \(status): \(message)")
+            let kept = ((try? FileManager.default.contentsOfDirectory(atPath: directory.quarantineFolder)) ?? [])
+                .filter { $0.hasPrefix("beacon-") && $0.hasSuffix(".json") }.sorted()
+            for name in kept.prefix(max(0, kept.count - Self.beaconLimit)) {
+                unlink(directory.quarantineFolder + "/" + name)
+                unlink(directory.quarantineFolder + "/" + name + ".reason")
+            }
+            return true
+        case .tooLarge, .unauthorized, .retryLater, .unreachable:
+            return false
+        }
+    }
+}
