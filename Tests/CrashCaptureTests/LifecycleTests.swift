@@ -28,7 +28,7 @@ struct LifecycleTests {
         #expect(run.newFiles.isEmpty)
     }
 
-    @Test("a killed process's unused record file is removed by the next start")
+    @Test("a killed process's unused record file is removed by the next start, its session reported as abnormal")
     func killedThenRestarted() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-fixture-killed-\(UUID().uuidString.prefix(8))")
         let binary = BuildConfiguration.debug.fixtureURL
@@ -46,10 +46,13 @@ struct LifecycleTests {
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
         #expect(FixtureRun.files(in: directory.appendingPathComponent("new")).count == 1, "SIGKILL leaves the file")
 
-        let next = try FixtureRun.run("clean-exit", .debug, reportsDirectory: directory)
+        // "relaunch" waits for the next launch's background work: whether it ran before the exit
+        // is not left to chance.
+        let next = try FixtureRun.run("relaunch", .debug, reportsDirectory: directory)
         #expect(next.exitStatus == 0)
         #expect(next.newFiles.isEmpty)
-        #expect(next.pendingRecords.isEmpty)
+        let record = try next.onlyRecord()
+        #expect(record.termination?.kind == "abnormal" && record.frames.isEmpty, "only the killed session's report")
     }
 
     @Test("collection enabled or not is remembered across launches")
