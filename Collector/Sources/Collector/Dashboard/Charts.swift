@@ -50,8 +50,8 @@ struct CrashFreeChart {
     }
 
     // Geometry: the plot, then the legend to its right.
-    static let width = 640.0, height = 230.0
-    static let left = 58.0, top = 16.0, plotWidth = 380.0, plotHeight = 170.0
+    static let width = 550.0, height = 230.0
+    static let left = 58.0, top = 16.0, plotWidth = 290.0, plotHeight = 170.0
 
     func svg() -> String {
         let series = series
@@ -121,8 +121,8 @@ struct CrashFreeChart {
                     + "<title>\(h("\(entry.label), \(day): \(percent(metric.rate(row))) crash-free \(metric.name) (\(total - crashed) of \(total))"))</title></circle>"
             }
             // The legend.
-            let legendY = Self.top + 30 + Double(index) * 18
-            let label = entry.label.count > 32 ? String(entry.label.prefix(31)) + "…" : entry.label
+            let legendY = Self.top + 60 + Double(index) * 18   // below the target label
+            let label = entry.label.count > 31 ? String(entry.label.prefix(30)) + "…" : entry.label
             svg += "<line x1=\"\(Self.left + Self.plotWidth + 6)\" x2=\"\(Self.left + Self.plotWidth + 22)\" y1=\"\(fmt(legendY))\""
                 + " y2=\"\(fmt(legendY))\" stroke=\"\(color)\" stroke-width=\"2\"/>"
                 + "<text x=\"\(Self.left + Self.plotWidth + 26)\" y=\"\(fmt(legendY + 4))\" fill=\"#1d2330\">\(h(label))</text>"

@@ -414,7 +414,7 @@ struct Dashboard: Sendable {
         .meta{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}.meta dt{color:#6b7280}.meta dd{margin:0}
         .frames tr.in-app td{font-weight:600}.frames tr.system td{color:#6b7280}
         .columns{display:flex;gap:3em;flex-wrap:wrap}.columns>div{flex:1;min-width:320px}
-        .charts{display:flex;gap:1.5em;flex-wrap:wrap}.charts figure{margin:0;background:#fff;padding:.5em}
+        .charts{display:flex;gap:1em;flex-wrap:wrap}.charts figure{margin:0;background:#fff;padding:.5em;max-width:550px}
         .charts figcaption{color:#4b5563;font-size:.85em}
         .alert{background:#fde2e1;border-left:4px solid #b3261e;padding:.5em 1em;margin:.5em 0 1em}.alert ul{margin:.3em 0}
         .badge{font-size:.75em;padding:.1em .45em;border-radius:3px;vertical-align:middle}.badge.spike{background:#b3261e;color:#fff}
