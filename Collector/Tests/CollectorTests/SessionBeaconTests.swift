@@ -155,3 +155,27 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
         }
     }
 }
+
+extension SessionBeaconTests {
+    @Test func aBatchMayNameASessionTwiceAndAThousandAreOneRequest() async throws {
+        try await TestCollector.with { collector in
+            let now = Date()
+            let yesterday = now.addingTimeInterval(-86_400)
+            // The same session twice in one batch (a spool and its retry): the last entry wins.
+            let answer = try await collector.beacons(["sessions": [beacon("twice", startedAt: now, user: "u-1"),
+                                                                   beacon("other", startedAt: now, user: "u-2"),
+                                                                   beacon("twice", startedAt: yesterday, user: "u-1")]])
+            #expect(answer.status == 202)
+            #expect(answer.json["accepted"] as? Int == 3)
+            let rows = try await collector.store.crashFree(days: 7, now: now)
+            #expect(rows.map(\.sessions).reduce(0, +) == 2)
+            #expect(rows.first { $0.day == SQLiteStore.day(yesterday) }?.sessions == 1)
+
+            let thousand = (0..<1000).map { beacon("s-\($0)", startedAt: now, user: nil, device: "d-\($0 % 10)") }
+            #expect(try await collector.beacons(["sessions": thousand], gzip: true).status == 202)
+            let today = try #require(try await collector.store.crashFree(days: 1, now: now).first)
+            #expect(today.sessions == 1001)
+            #expect(today.users == 11)   // u-2 and ten devices
+        }
+    }
+}

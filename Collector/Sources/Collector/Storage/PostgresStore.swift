@@ -297,21 +297,22 @@ public final class PostgresStore: Store {
     }
 
     public func recordSessions(_ sessions: [SessionBeacon], receivedAt: Date) async throws {
+        // One statement for the whole batch (a round trip per beacon made 1,000 take 0.7 s). A row
+        // may be named once per statement: the last beacon of a session in the batch wins.
+        var seen = Set<[String]>()
+        let batch = sessions.reversed().filter { seen.insert([$0.bundleID, $0.sessionID]).inserted }
+        func column(_ value: (SessionBeacon) -> String) -> [String] { batch.map { storableText(value($0)) } }
         let received = receivedAt.millisecondsSince1970
-        let logger = logger
-        try await client.withTransaction(logger: logger) { connection in
-            for session in sessions {
-                // crashed is left as it is: a beacon never un-crashes a session its crash upload marked.
-                try await connection.query("""
-                    INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
-                    VALUES (\(session.bundleID), \(session.sessionID), \(session.appVersion), \(session.userKey), \(session.day),
-                            \(received), \(received), FALSE)
-                    ON CONFLICT (bundle_id, session_id) DO UPDATE SET
-                        day = EXCLUDED.day,
-                        last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen)
-                    """, logger: logger)
-            }
-        }
+        // crashed is left as it is: a beacon never un-crashes a session its crash upload marked.
+        try await client.query("""
+            INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
+            SELECT b.bundle_id, b.session_id, b.app_version, b.user_key, b.day, \(received), \(received), FALSE
+            FROM unnest(\(column(\.bundleID))::text[], \(column(\.sessionID))::text[], \(column(\.appVersion))::text[],
+                        \(column(\.userKey))::text[], \(column(\.day))::text[]) AS b(bundle_id, session_id, app_version, user_key, day)
+            ON CONFLICT (bundle_id, session_id) DO UPDATE SET
+                day = EXCLUDED.day,
+                last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen)
+            """, logger: logger)
     }
 
     public func eventCounts(from: Date, to: Date) async throws -> [Int64: Int] {
