@@ -10,6 +10,12 @@ import Glibc
 extension Uploader {
     static let apiLogBatch = 500
 
+    /// Whether an ended session left api_log events to send.
+    func hasAPILogsToSend() -> Bool {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/api_logs")) ?? []
+        return names.contains { $0.hasSuffix(".jsonl") && $0 != sessionID + ".jsonl" }
+    }
+
     /// Sends the spool files of ended sessions; false when the collector is down or refuses the
     /// token (the pass stops, the files stay).
     func sendAPILogs(memo: RedactionMemo) -> Bool {

@@ -40,7 +40,7 @@ extension HostMetadata {
         let battery = batteryStatus()
         return HostMetadata(
             device_model: model.isEmpty ? machine : model,
-            device_identifier: String(SHA256.hex(Array((read("/etc/machine-id") ?? host).utf8)).prefix(8)),
+            device_identifier: deviceIdentifier(hostname: host),
             ios_version: "\(pretty); kernel \(release)",
             locale: ProcessInfo.processInfo.environment["LC_ALL"] ?? ProcessInfo.processInfo.environment["LANG"] ?? "C",
             timezone: timezone(),
@@ -51,6 +51,16 @@ extension HostMetadata {
             cpu_model: cpuModel(), cpu_count: max(0, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))),
             hostname_hash: String(SHA256.hex(Array(host.utf8)).prefix(8)),
             virtualization: virtualization)
+    }
+
+    /// SHA-256 of /etc/machine-id (else of the host name), first 8 hex digits.
+    static func deviceIdentifier(hostname: String? = nil) -> String {
+        let host = hostname ?? {
+            var name = utsname()
+            uname(&name)
+            return withUnsafeBytes(of: name.nodename) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }()
+        return String(SHA256.hex(Array((read("/etc/machine-id") ?? host).utf8)).prefix(8))
     }
 
     static func read(_ path: String) -> String? {

@@ -1,8 +1,10 @@
 // Session beacons: one small record per launch, so that the collector counts the sessions that
 // never crash too (crash-free sessions = sessions without a crash / all sessions). The first pass
 // of a launch spools beacons/<session>.json; passes send the spool as one batch to
-// `POST {endpoint}/api/v1/sessions` and delete what was accepted. Only to the collector (no
-// custom transports), and only when sending is allowed, like everything else.
+// `POST {endpoint}/api/v1/sessions` and delete what was accepted: along with other uploads, or
+// on their own once enough are waiting or the oldest is old enough (Upload.beaconBatch,
+// beaconMaxDelay). Only to the collector (no custom transports), and only when sending is
+// allowed, like everything else.
 import CrashReportModel
 import Foundation
 #if canImport(FoundationNetworking)
@@ -17,7 +19,7 @@ extension Uploader {
     var beaconsFolder: String { directory.path + "/beacons" }
 
     /// Writes this launch's beacon, once.
-    func spoolBeacon(host: HostMetadata) {
+    func spoolBeacon() {
         let path = beaconsFolder + "/" + sessionID + ".json"
         guard access(path, F_OK) != 0 else { return }
         mkdir(beaconsFolder, 0o755)
@@ -27,7 +29,7 @@ extension Uploader {
             "bundle_id": app.bundle_id,
             "app_version": app.app_version,
             "build_number": app.build_number,
-            "device_identifier": host.device_identifier,
+            "device_identifier": HostMetadata.deviceIdentifier(),
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: beacon, options: [.sortedKeys]) else { return }
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -37,14 +39,25 @@ extension Uploader {
     }
 
     /// Spooled beacons, oldest first (by modification time, then name).
-    private func beaconNames() -> [String] {
+    private func beaconNames() -> [String] { datedBeacons().map(\.name) }
+
+    private func datedBeacons() -> [(name: String, seconds: Int, nanoseconds: Int)] {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: beaconsFolder)) ?? []).filter { $0.hasSuffix(".json") }
         let dated = names.map { name -> (name: String, seconds: Int, nanoseconds: Int) in
             var info = stat()
             guard stat(beaconsFolder + "/" + name, &info) == 0 else { return (name, 0, 0) }
             return (name, info.st_mtim.tv_sec, info.st_mtim.tv_nsec)
         }
-        return dated.sorted { ($0.seconds, $0.nanoseconds, $0.name) < ($1.seconds, $1.nanoseconds, $1.name) }.map(\.name)
+        return dated.sorted { ($0.seconds, $0.nanoseconds, $0.name) < ($1.seconds, $1.nanoseconds, $1.name) }
+    }
+
+    /// Whether spooled beacons go now, when the pass sends nothing else (`alongWithOthers` false).
+    func beaconsAreDue(alongWithOthers: Bool, forced: Bool) -> Bool {
+        let dated = datedBeacons()
+        guard let oldest = dated.first else { return false }
+        if alongWithOthers || forced || dated.count >= settings.beaconBatch { return true }
+        let age = Double(time(nil) - oldest.seconds)
+        return age >= Double(settings.beaconMaxDelay.components.seconds)
     }
 
     /// Sends the spooled beacons; false when the collector is down or refuses the token (they

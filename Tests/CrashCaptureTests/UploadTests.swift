@@ -424,14 +424,15 @@ struct UploadTests {
     @Test("session beacons: one per launch, kept while the collector is down, sent once")
     func sessionBeacons() throws {
         let scenario = try UploadScenario("beacons")
+        let eager = ["CRASH_FIXTURE_BEACON_BATCH": "1"]
         // Launch 1 finds nobody listening: its beacon stays in beacons/.
-        _ = try scenario.run("upload-pass", ["CRASH_FIXTURE_ENDPOINT": "http://127.0.0.1:9"])
+        _ = try scenario.run("upload-pass", eager.merging(["CRASH_FIXTURE_ENDPOINT": "http://127.0.0.1:9"]) { $1 })
         #expect(scenario.files("beacons", suffix: ".json").count == 1)
         #expect(try scenario.state().sessions.isEmpty)
         // Launch 2 sends both, launch 3 only its own.
-        _ = try scenario.run("upload-pass")
+        _ = try scenario.run("upload-pass", eager)
         #expect(try scenario.state().sessions.count == 2)
-        _ = try scenario.run("upload-pass")
+        _ = try scenario.run("upload-pass", eager)
         let sessions = try scenario.state().sessions
         try #require(sessions.count == 3, "\(sessions)")
         #expect(Set(sessions.compactMap { $0["session_id"] as? String }).count == 3)
@@ -448,6 +449,29 @@ struct UploadTests {
         // Launches in order: launch 1's beacon came with launch 2's, first.
         let starts = sessions.compactMap { ($0["started_at"] as? String).flatMap(formatter.date(from:)) }
         #expect(starts == starts.sorted())
+    }
+
+    @Test("session beacons wait for a batch of 20, or ride along with a crash's upload")
+    func sessionBeaconsBatched() throws {
+        let scenario = try UploadScenario("beacons-batched")
+        for launch in 1...3 {   // nothing else to send, fewer than 20: neither upload nor beacons
+            let run = try scenario.run("upload-pass")
+            #expect(try uploadStatus(run)["delivered"] == "0")
+            #expect(scenario.files("beacons", suffix: ".json").count == launch)
+        }
+        #expect(try scenario.state().requests.isEmpty)
+        #expect(try scenario.state().sessions.isEmpty)
+        // A crash: its upload by the next launch takes the waiting beacons along (4 launches,
+        // the crashed one included if its pass spooled it before the crash).
+        try scenario.run("context-then-crash", upload: true)
+        _ = try scenario.run("upload-pass")
+        let sessions = try scenario.state().sessions
+        #expect(sessions.count >= 4 && sessions.count <= 5, "\(sessions.count)")
+        #expect(try scenario.state().stored.count == 1)
+        #expect(scenario.files("beacons", suffix: ".json").isEmpty)
+        // The crash's session (test_run_id) is one of them when its pass came first; either way
+        // every clean launch is there.
+        #expect(Set(sessions.compactMap { $0["session_id"] as? String }).count == sessions.count)
     }
 
     @Test("endpoint resolution: configuration > environment > connect URL > localhost:9090")
