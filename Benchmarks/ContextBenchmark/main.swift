@@ -69,6 +69,20 @@ func measure(threads: Int, operations: Int, rounds: Int = 7, _ body: @escaping @
 
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : NSTemporaryDirectory() + "/bench-context-\(getpid())"
 let operations = 2_000_000
+// `--app-warm`: first use Foundation the way any service has before it starts crash reporting
+// (files, JSON, dates, the environment), so that start()'s figure is not the first touch of
+// those library pages.
+let appWarm = CommandLine.arguments.contains("--app-warm")
+if appWarm {
+    let scratch = NSTemporaryDirectory() + "/bench-context-warm-\(getpid())"
+    try? FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+    let json = try JSONSerialization.data(withJSONObject: ["id": UUID().uuidString, "at": Date().timeIntervalSince1970, "env": ProcessInfo.processInfo.environment.count])
+    FileManager.default.createFile(atPath: scratch + "/config.json", contents: json)
+    _ = try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: scratch + "/config.json")))
+    _ = try? FileManager.default.contentsOfDirectory(atPath: scratch)
+    _ = String(format: "%.2f", 1.5) + ISO8601DateFormatter().string(from: Date())
+    try? FileManager.default.removeItem(atPath: scratch)
+}
 _ = residentBytes()
 _ = residentParts()
 let before = residentBytes()
@@ -80,6 +94,20 @@ let partsAfterStart = residentParts()
 _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(30))
 let afterBackground = residentBytes()
 let partsAfterBackground = residentParts()
+func memoryLines() {
+    print(String(format: "resident memory added by start()%@: %.2f MiB (target <= 2 MiB): %.2f MiB anonymous, %.2f MiB file pages, %.2f MiB shmem",
+                 appWarm ? " in a process that already used Foundation" : "",
+                 Double(afterStart - before) / 1048576, Double(partsAfterStart.anonymous - partsBefore.anonymous) / 1048576,
+                 Double(partsAfterStart.file - partsBefore.file) / 1048576, Double(partsAfterStart.shared - partsBefore.shared) / 1048576))
+    print(String(format: "  and once start()'s background work is over: %.2f MiB: %.2f MiB anonymous, %.2f MiB file pages",
+                 Double(afterBackground - before) / 1048576, Double(partsAfterBackground.anonymous - partsBefore.anonymous) / 1048576,
+                 Double(partsAfterBackground.file - partsBefore.file) / 1048576))
+}
+if CommandLine.arguments.contains("--memory-only") {
+    memoryLines()
+    CrashReporter.endSession()
+    exit(0)
+}
 for index in 0..<1000 { CrashReporter.log("warm-up breadcrumb \(index) with a typical length of text") }
 let afterRing = residentBytes()
 
@@ -112,12 +140,7 @@ row("breadcrumb, interpolated String, 2 threads (per append)", ours2Interpolated
 row("Mutex<[String]> ring, interpolated String, 2 threads", mutex2Interpolated, String(format: "ratio %.1fx", mutex2Interpolated / ours2Interpolated))
 row("setCustomValue(String) over 64 keys", keys)
 row("setCustomValue(Int), one key", keysInt)
-print(String(format: "resident memory added by start(): %.2f MiB (target <= 2 MiB): %.2f MiB anonymous, %.2f MiB file pages, %.2f MiB shmem",
-             Double(afterStart - before) / 1048576, Double(partsAfterStart.anonymous - partsBefore.anonymous) / 1048576,
-             Double(partsAfterStart.file - partsBefore.file) / 1048576, Double(partsAfterStart.shared - partsBefore.shared) / 1048576))
-print(String(format: "  and once start()'s background work is over: %.2f MiB: %.2f MiB anonymous, %.2f MiB file pages",
-             Double(afterBackground - before) / 1048576, Double(partsAfterBackground.anonymous - partsBefore.anonymous) / 1048576,
-             Double(partsAfterBackground.file - partsBefore.file) / 1048576))
+memoryLines()
 print(String(format: "after 1000 breadcrumbs on one thread: %.2f MiB more than before start()", Double(afterRing - before) / 1048576))
 CrashReporter.endSession()
 try? FileManager.default.removeItem(atPath: directory)

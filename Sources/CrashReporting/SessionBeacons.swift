@@ -31,7 +31,7 @@ extension Uploader {
             "build_number": app.build_number,
             "device_identifier": HostMetadata.deviceIdentifier(),
         ]
-        guard let data = try? JSONSerialization.data(withJSONObject: beacon, options: [.sortedKeys]) else { return }
+        guard let data = try? JSONSerialization.data(withJSONObject: beacon) else { return }
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
         // Bounded: a collector that never takes them must not fill the disk.
         let names = beaconNames()
