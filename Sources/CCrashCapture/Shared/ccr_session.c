@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,16 @@ static int session_fd = -1;
 static char session_path[1024];
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t key_order;
+
+/// The ring this thread appends to: NULL until its first breadcrumb. Initial-exec TLS: a load
+/// relative to %fs, no __tls_get_addr call.
+static __thread ccr_breadcrumb_ring *thread_ring __attribute__((tls_model("initial-exec")));
+/// Set while this thread is inside an append: a signal handler's breadcrumb then goes to ring 0
+/// (fetch_add) instead of reusing the interrupted append's slot of the thread's own ring.
+static __thread volatile sig_atomic_t thread_appending __attribute__((tls_model("initial-exec")));
+static pthread_key_t ring_key;
+static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
+static void make_ring_key(void);
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -78,6 +89,9 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
         return -1;
     }
     ccr_session_file *s = mapping;
+    // The thread-exit and fork hooks of the breadcrumb rings exist before any thread logs (a
+    // fork before the first breadcrumb must find them too).
+    pthread_once(&ring_key_once, make_ring_key);
     strncpy(session_path, path, sizeof session_path - 1);
     session_fd = fd;
     ccr_session = s;
@@ -102,22 +116,22 @@ void ccr_session_end(void) {
 
 // MARK: - Breadcrumbs
 
-/// The ring this thread appends to: NULL until its first breadcrumb. Initial-exec TLS: a load
-/// relative to %fs, no __tls_get_addr call.
-static __thread ccr_breadcrumb_ring *thread_ring __attribute__((tls_model("initial-exec")));
-static pthread_key_t ring_key;
-static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 
-/// At thread exit: the ring goes back to the pool, its breadcrumbs stay (a later owner continues
-/// its sequence).
+/// At thread exit (on the exiting thread): the ring goes back to the pool, its breadcrumbs stay
+/// (a later owner continues its sequence). A breadcrumb logged later on this thread (another
+/// key's destructor) goes to ring 0, not to a ring that may have a new owner already.
 static void release_ring(void *ring) {
+    ccr_session_file *s = ccr_session;
+    if (s) thread_ring = &s->rings[0];
     atomic_store_explicit(&((ccr_breadcrumb_ring *)ring)->owner, 0, memory_order_release);
 }
 
-/// In a forked child: its one thread must not keep writing the parent's ring of its own.
+/// In a forked child: its one thread must neither keep writing the parent's ring of its own nor
+/// give it back at its exit.
 static void forget_ring_in_child(void) {
     ccr_session_file *s = ccr_session;
     thread_ring = s ? &s->rings[0] : NULL;
+    pthread_setspecific(ring_key, NULL);
 }
 
 static void make_ring_key(void) {
@@ -125,15 +139,17 @@ static void make_ring_key(void) {
     pthread_atfork(NULL, NULL, forget_ring_in_child);
 }
 
-/// First breadcrumb of a thread: a free ring of its own, else the shared ring 0.
+/// First breadcrumb of a thread: a free ring of its own, else the shared ring 0 (always in a
+/// forked child, whose mapping is its parent's).
 static ccr_breadcrumb_ring *choose_ring(ccr_session_file *s) {
-    pthread_once(&ring_key_once, make_ring_key);
+    pthread_once(&ring_key_once, make_ring_key);   // done by ccr_session_open already
+    if (getpid() != s->pid) return &s->rings[0];
     uint32_t tid = (uint32_t)syscall(SYS_gettid);
     for (int i = 1; i < CCR_BREADCRUMB_RINGS; i++) {
         uint32_t free_owner = 0;
         if (atomic_compare_exchange_strong(&s->rings[i].owner, &free_owner, tid)) {
             if (pthread_setspecific(ring_key, &s->rings[i]) != 0) {
-                release_ring(&s->rings[i]);   // no destructor to give it back: share instead
+                atomic_store_explicit(&s->rings[i].owner, 0, memory_order_release);   // no destructor to give it back: share
                 break;
             }
             return &s->rings[i];
@@ -168,7 +184,14 @@ void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *tag, size_t 
     ccr_session_file *s = ccr_session;
     if (s == NULL) return;
     ccr_breadcrumb_ring *ring = thread_ring;
-    if (__builtin_expect(ring == NULL, 0)) thread_ring = ring = choose_ring(s);
+    int reentered = thread_appending;
+    if (__builtin_expect(reentered, 0)) {
+        ring = &s->rings[0];
+    } else {
+        thread_appending = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (__builtin_expect(ring == NULL, 0)) thread_ring = ring = choose_ring(s);
+    }
     uint64_t n;
     if (ring != &s->rings[0]) {
         // Only this thread writes this ring: no read-modify-write, nothing shared with other
@@ -183,6 +206,10 @@ void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *tag, size_t 
     fill_slot(slot, level, kind, tag, tag_length, message, message_length, metadata, metadata_length);
     atomic_store_explicit(&slot->seq, 2 * n + 2, memory_order_release);
     if (ring != &s->rings[0]) atomic_store_explicit(&ring->next, n + 1, memory_order_release);
+    if (!reentered) {
+        atomic_signal_fence(memory_order_seq_cst);
+        thread_appending = 0;
+    }
 }
 
 void ccr_set_user_id(const char *id, size_t length) {
@@ -321,7 +348,8 @@ int ccr_session_export(const char *path, int out_fd) {
     ccr_session_file *s = mmap(NULL, sizeof(ccr_session_file), PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (s == MAP_FAILED) return -1;
-    if (s->magic != CCR_SESSION_MAGIC || s->version != CCR_SESSION_VERSION) {
+    if (s->magic != CCR_SESSION_MAGIC || s->version != CCR_SESSION_VERSION || s->breadcrumb_rings != CCR_BREADCRUMB_RINGS
+        || s->breadcrumb_capacity != CCR_BREADCRUMB_CAPACITY) {
         munmap(s, sizeof(ccr_session_file));
         return -2;
     }
@@ -394,7 +422,8 @@ int ccr_session_export(const char *path, int out_fd) {
         taken++;
     }
     uint64_t index = total - taken;
-    for (;;) {
+    ccr_breadcrumb_slot *slot_copy = malloc(sizeof(ccr_breadcrumb_slot));
+    for (; slot_copy != NULL;) {
         int best = -1;
         uint64_t best_time = 0;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
@@ -407,8 +436,17 @@ int ccr_session_export(const char *path, int out_fd) {
             }
         }
         if (best < 0) break;
-        const ccr_breadcrumb_slot *b = &s->rings[best].slots[start[best] % CCR_BREADCRUMB_CAPACITY];
+        // A live session's owner may be overwriting this slot right now (snapshots and
+        // non-fatal records read the running process's file): copy it, then check that its
+        // sequence number did not move, as a seqlock reader does.
+        const ccr_breadcrumb_slot *live = &s->rings[best].slots[start[best] % CCR_BREADCRUMB_CAPACITY];
+        uint64_t expected_seq = 2 * start[best] + 2;
         start[best]++;
+        const size_t fields = offsetof(ccr_breadcrumb_slot, timestamp_ns);
+        memcpy((char *)slot_copy + fields, (const char *)live + fields, sizeof(ccr_breadcrumb_slot) - fields);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&live->seq, memory_order_relaxed) != expected_seq) continue;
+        const ccr_breadcrumb_slot *b = slot_copy;
         ccr_writer_text(&w, "{\"type\":\"breadcrumb\",\"index\":");
         ccr_writer_uint(&w, index++);
         ccr_writer_text(&w, ",\"ring\":");
@@ -431,6 +469,7 @@ int ccr_session_export(const char *path, int out_fd) {
         ccr_writer_text(&w, "}\n");
     }
     ccr_writer_flush(&w);
+    free(slot_copy);
     free(buffer);
     munmap(s, sizeof(ccr_session_file));
     return w.failed ? -1 : 0;

@@ -69,7 +69,9 @@ void ccr_session_end(void);
 
 /// Appends a breadcrumb: lock-free, wait-free, no allocation. `level` 0 debug … 4 fatal; `kind`
 /// 0 log, 1 screen view, 2 action, 3 error, 4 network. `metadata` is a compact JSON object or empty.
-/// Async-signal-safe (but meant for app threads).
+/// Meant for app threads. Async-signal-safe once the calling thread has logged before (a
+/// handler interrupting an append on its thread writes the shared ring); a thread's first
+/// breadcrumb claims a ring with pthread_setspecific, which POSIX does not list as safe.
 void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *_Nullable tag, size_t tag_length,
                            const char *_Nullable message, size_t message_length,
                            const char *_Nullable metadata, size_t metadata_length);

@@ -1,0 +1,216 @@
+// Stress tests of the session file's breadcrumb rings, in C against the real ccr_session.c (run
+// by tools/test-session-rings). Each scenario ends with an invariant that fails when writes are
+// lost or torn: every completed append adds exactly 1 to exactly one ring's `next`.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "CCrashCapture.h"
+#include "ccr_session.h"
+
+static char directory[512];
+static int failures;
+
+#define CHECK(condition, ...) do { if (!(condition)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static void log_text(const char *text) { ccr_breadcrumb_append(1, 0, NULL, 0, text, strlen(text), NULL, 0); }
+
+static uint64_t total(void) { return ccr_session_breadcrumbs_written(ccr_session); }
+
+static void open_session(const char *name) {
+    char path[700], error[256];
+    snprintf(path, sizeof path, "%s/%s.session", directory, name);
+    if (ccr_session_open(path, name, "com.example.rings", "1.0", error, sizeof error) != 0) {
+        printf("cannot open the session: %s\n", error);
+        exit(2);
+    }
+}
+
+// 1. A thread's other key destructor logs after its ring went back to the pool and another
+//    thread took it: those breadcrumbs must go to ring 0, not into the new owner's ring.
+static pthread_key_t late_key;
+static atomic_int taken_over;
+enum { LATE = 100000 };
+static void late_destructor(void *value) {
+    (void)value;
+    for (int waited = 0; !atomic_load(&taken_over) && waited < 50000; waited++) usleep(100);
+    for (int i = 0; i < LATE; i++) log_text("late, from a destructor");
+}
+static void *exiting_thread(void *unused) {
+    (void)unused;
+    log_text("first");
+    pthread_setspecific(late_key, (void *)1);
+    return NULL;
+}
+static void *taking_thread(void *unused) {
+    (void)unused;
+    for (int i = 1; i < CCR_BREADCRUMB_RINGS; i++) {   // wait (at most 5 s) for the exit's release
+        for (int waited = 0; atomic_load(&ccr_session->rings[i].owner) != 0 && waited < 100000; waited++) usleep(50);
+        CHECK(atomic_load(&ccr_session->rings[i].owner) == 0, "late logging: ring %d still owned by %u", i, atomic_load(&ccr_session->rings[i].owner));
+    }
+    log_text("taker first");
+    atomic_store(&taken_over, 1);
+    for (int i = 0; i < LATE; i++) log_text("taker");
+    return NULL;
+}
+static void late_logging_after_release(void) {
+    // The process's own thread keeps no ring here: all four are free to be claimed.
+    pthread_key_create(&late_key, late_destructor);   // created after the ring key: runs after it
+    pthread_t a, b;
+    uint64_t before = total();
+    pthread_create(&a, NULL, exiting_thread, NULL);
+    pthread_create(&b, NULL, taking_thread, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK(total() - before == 2 + 2 * LATE, "late logging: %llu appends counted, %d made",
+          (unsigned long long)(total() - before), 2 + 2 * LATE);
+}
+
+// 2. A fork before any thread logged: the child's breadcrumb goes to ring 0 and claims nothing.
+static void fork_before_first_breadcrumb(void) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        log_text("from the child");
+        _exit(0);
+    }
+    waitpid(child, NULL, 0);
+    for (int i = 1; i < CCR_BREADCRUMB_RINGS; i++)
+        CHECK(atomic_load(&ccr_session->rings[i].owner) == 0, "fork: ring %d owned by %u after the child's exit", i,
+              atomic_load(&ccr_session->rings[i].owner));
+    CHECK(atomic_load(&ccr_session->rings[0].next) == 1, "fork: ring 0 has %llu", (unsigned long long)atomic_load(&ccr_session->rings[0].next));
+}
+
+// 3. A thread owning a ring forks; the child's copy of that thread exits: the parent's ring
+//    stays the parent thread's.
+static void *forking_thread(void *unused) {
+    (void)unused;
+    log_text("owner");
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    int mine = -1;
+    for (int i = 1; i < CCR_BREADCRUMB_RINGS; i++) if (atomic_load(&ccr_session->rings[i].owner) == tid) mine = i;
+    CHECK(mine > 0, "fork: the thread owns no ring");
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        log_text("child of an owner");
+        pthread_exit(NULL);   // the child's only thread: runs its key destructors, then the process exits
+    }
+    waitpid(child, NULL, 0);
+    if (mine > 0) CHECK(atomic_load(&ccr_session->rings[mine].owner) == tid, "fork: the child gave the parent's ring %d back", mine);
+    return NULL;
+}
+static void fork_of_an_owner(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, forking_thread, NULL);
+    pthread_join(t, NULL);
+}
+
+// 4. Exports of the live file while its owner overwrites the oldest slots: every exported
+//    breadcrumb is whole (its message is one repeated letter, its metadata names the letter and
+//    the length).
+static atomic_int stop_writer;
+static void *consistent_writer(void *unused) {
+    (void)unused;
+    char message[600], metadata[64];
+    for (unsigned i = 0; !atomic_load(&stop_writer); i++) {
+        char letter = (char)('a' + i % 26);
+        size_t length = 1 + (i * 37) % 500;
+        memset(message, letter, length);
+        int m = snprintf(metadata, sizeof metadata, "{\"c\":\"%c\",\"n\":\"%zu\"}", letter, length);
+        ccr_breadcrumb_append(1, 0, NULL, 0, message, length, metadata, (size_t)m);
+        // ~0.5 M a second: busy, but not lapping the ring several times during one export
+        // (then all of its 500 are newer than what the export picked, and none is exported).
+        if (i % 32 == 31) usleep(1);
+    }
+    return NULL;
+}
+static int check_line(const char *line) {
+    const char *m = strstr(line, "\"message\":\"");
+    const char *d = strstr(line, "\"metadata\":{\"c\":\"");
+    if (!m || !d) return 0;
+    m += strlen("\"message\":\"");
+    char letter = *m;
+    size_t length = 0;
+    while (m[length] == letter) length++;
+    if (m[length] != '"') return 0;
+    d += strlen("\"metadata\":{\"c\":\"");
+    size_t stated = 0;
+    return d[0] == letter && sscanf(d + 1, "\",\"n\":\"%zu\"}", &stated) == 1 && stated == length;
+}
+static void export_while_writing(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
+    pthread_t writer;
+    pthread_create(&writer, NULL, consistent_writer, NULL);
+    usleep(20000);
+    int lines = 0, torn = 0;
+    for (int round = 0; round < 200; round++) {
+        FILE *out = tmpfile();
+        int status = ccr_session_export(path, fileno(out));
+        CHECK(status == 0, "export: status %d", status);
+        rewind(out);
+        char line[4096];
+        while (fgets(line, sizeof line, out)) {
+            if (!strstr(line, "\"type\":\"breadcrumb\"") || !strstr(line, "\"metadata\":{\"c\"")) continue;
+            lines++;
+            if (!check_line(line)) torn++;
+        }
+        fclose(out);
+    }
+    atomic_store(&stop_writer, 1);
+    pthread_join(writer, NULL);
+    CHECK(lines > 10000, "export: only %d breadcrumb lines read", lines);
+    CHECK(torn == 0, "export: %d of %d exported breadcrumbs were torn", torn, lines);
+}
+
+// 5. A signal handler logs on a thread that is in the middle of an append to its own ring.
+static atomic_long from_handler;
+static void handler(int signal) {
+    (void)signal;
+    log_text("from a signal handler");
+    atomic_fetch_add(&from_handler, 1);
+}
+static void *signalled_thread(void *unused) {
+    (void)unused;
+    log_text("claims a ring");
+    return NULL;
+}
+static void signal_during_append(void) {
+    uint64_t before = total();
+    signal(SIGALRM, handler);
+    struct itimerval every = {{0, 50}, {0, 50}};
+    setitimer(ITIMER_REAL, &every, NULL);
+    enum { N = 2000000 };
+    for (int i = 0; i < N; i++) log_text("from the thread");
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_DFL);
+    long handled = atomic_load(&from_handler);
+    CHECK(handled > 100, "signal: only %ld handler breadcrumbs", handled);
+    CHECK(total() - before == (uint64_t)N + (uint64_t)handled, "signal: %llu appends counted, %llu made",
+          (unsigned long long)(total() - before), (unsigned long long)N + (unsigned long long)handled);
+    (void)signalled_thread;
+}
+
+int main(int argc, char **argv) {
+    snprintf(directory, sizeof directory, "%s", argc > 1 ? argv[1] : "/tmp");
+    open_session("rings");
+    fork_before_first_breadcrumb();   // first: no thread has logged yet
+    late_logging_after_release();
+    fork_of_an_owner();
+    export_while_writing();
+    signal_during_append();           // the main thread claims a ring here
+    printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
+    return failures ? 1 : 0;
+}
