@@ -18,12 +18,15 @@ public struct CollectorConfiguration: Sendable {
     /// What the Connect App modal offers as the server's address when the collector listens on
     /// every interface; nil to detect the first LAN address.
     public var advertisedHost: String?
+    /// Symbolication on arrival of reports sent raw (`--symbols`, `--debuginfod`); nil: stored as sent.
+    public var symbolication: ArrivalSymbolication?
 
     public static let seedBodyLimit = 5 * 1024 * 1024
 
     public init(ingestTokens: Set<String>, dashboardPassword: String, retentionDays: Int = 30,
                 acceptAnonymousLogs: Bool = false, maxBodyBytes: Int = CollectorConfiguration.seedBodyLimit,
-                maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil) {
+                maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil,
+                symbolication: ArrivalSymbolication? = nil) {
         self.ingestTokens = ingestTokens
         self.dashboardPassword = dashboardPassword
         self.retentionDays = retentionDays
@@ -31,6 +34,7 @@ public struct CollectorConfiguration: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.maxInflatedBytes = maxInflatedBytes
         self.advertisedHost = advertisedHost
+        self.symbolication = symbolication
     }
 }
 

@@ -13,7 +13,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
-            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1.
+            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """)
 
     @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
@@ -40,6 +41,14 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Flag(help: "Accept POST /api/logs without a token (seed 003's DevSee logger sends none).")
     var anonymousLogs = false
 
+    @Option(name: .customLong("symbols"), help: ArgumentHelp(
+        "A symbol store folder for reports sent raw: flat debug files (NAME, NAME.debug) and/or a .build-id/xx/rest.debug tree (repeatable).",
+        valueName: "dir"))
+    var symbolDirectories: [String] = []
+
+    @Option(help: ArgumentHelp("A debuginfod server for reports sent raw (sets DEBUGINFOD_URLS; default: that variable).", valueName: "url"))
+    var debuginfod: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -64,13 +73,15 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let retention = try retentionDays ?? environment["COLLECTOR_RETENTION_DAYS"].map(parseInt("COLLECTOR_RETENTION_DAYS")) ?? 30
         let anonymous = anonymousLogs || environment["COLLECTOR_ANONYMOUS_LOGS"] == "1"
 
+        let symbolication = try Self.symbolication(directories: symbolDirectories, debuginfod: debuginfod, environment: environment)
+
         var logger = Logger(label: "crash-collector")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         let store = try await openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
-            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"])
+            advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], symbolication: symbolication)
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(
@@ -85,11 +96,45 @@ struct CrashCollectorCommand: AsyncParsableCommand {
                 "  dashboard: \(base)/  (any user name, password \(shownPassword))",
                 "  database:  \(shownDatabase)",
             ]
+            if let symbolication {
+                let sources = symbolication.symbolDirectories
+                    + (symbolication.usesDebuginfod ? ["debuginfod \(ProcessInfo.processInfo.environment["DEBUGINFOD_URLS"] ?? "")"] : [])
+                lines.append("  symbols:   \(sources.joined(separator: ", ")) (reports sent raw are symbolicated on arrival)")
+            }
             // Written unbuffered: a script waiting for this line gets it at once, even through a pipe.
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         }
         try await app.runService()
         await store.close()
+    }
+
+    /// Symbolication on arrival when a symbol folder or a debuginfod server is given; nil otherwise.
+    static func symbolication(directories: [String], debuginfod: String?,
+                              environment: [String: String]) throws -> ArrivalSymbolication? {
+        var folders = directories
+        if folders.isEmpty, let list = environment["COLLECTOR_SYMBOLS"] {
+            folders = list.split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        }
+        for folder in folders {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--symbols \(folder): not a folder")
+            }
+        }
+        if let debuginfod {
+            guard let url = URL(string: debuginfod), ["http", "https", "file"].contains(url.scheme ?? "") else {
+                throw ValidationError("--debuginfod \(debuginfod): not an http, https or file URL")
+            }
+            // elfutils' client reads its servers from the environment only; set before its first use.
+            setenv("DEBUGINFOD_URLS", debuginfod, 1)
+        }
+        let useDebuginfod = !(debuginfod ?? environment["DEBUGINFOD_URLS"] ?? "").isEmpty
+        if useDebuginfod && environment["DEBUGINFOD_TIMEOUT"] == nil {
+            // The client's default is 90 s without progress; lookups are serial, so a stalled server would hold every raw report.
+            setenv("DEBUGINFOD_TIMEOUT", "10", 1)
+        }
+        guard !folders.isEmpty || useDebuginfod else { return nil }
+        return ArrivalSymbolication(symbolDirectories: folders, useDebuginfod: useDebuginfod)
     }
 
     private func openStore(_ database: String, logger: Logger) async throws -> any Store {
