@@ -15,7 +15,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
             COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
-            """)
+            """,
+        subcommands: [Resymbolicate.self])
 
     @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
     var host: String?
@@ -78,7 +79,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         var logger = Logger(label: "crash-collector")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
-        let store = try await openStore(database, logger: logger)
+        let store = try await Self.openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], symbolication: symbolication)
@@ -137,7 +138,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         return ArrivalSymbolication(symbolDirectories: folders, useDebuginfod: useDebuginfod)
     }
 
-    private func openStore(_ database: String, logger: Logger) async throws -> any Store {
+    static func openStore(_ database: String, logger: Logger) async throws -> any Store {
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
             return try await PostgresStore(url: database, logger: logger)
         }
@@ -155,6 +156,49 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         { text in
             guard let value = Int(text) else { throw ValidationError("\(name) must be an integer, got \"\(text)\"") }
             return value
+        }
+    }
+}
+
+/// `crash-collector resymbolicate`: symbols uploaded after their crashes. Symbolicates the reports
+/// stored raw, rewrites those that changed and regroups them, then exits. Safe beside a running
+/// collector on the same database (each report is replaced in its own transaction).
+struct Resymbolicate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Symbolicate the reports stored raw with the symbols given now, and regroup them.")
+
+    @Option(help: "SQLite file path (default ./crash-collector.sqlite), or a postgres:// URL.")
+    var database: String?
+
+    @Option(name: .customLong("symbols"), help: ArgumentHelp("A symbol store folder (repeatable).", valueName: "dir"))
+    var symbolDirectories: [String] = []
+
+    @Option(help: ArgumentHelp("A debuginfod server (sets DEBUGINFOD_URLS; default: that variable).", valueName: "url"))
+    var debuginfod: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let database = database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
+        guard let symbolication = try CrashCollectorCommand.symbolication(
+            directories: symbolDirectories, debuginfod: debuginfod, environment: environment) else {
+            FileHandle.standardError.write(Data("crash-collector resymbolicate: nothing to symbolicate with: --symbols DIR or --debuginfod URL (or DEBUGINFOD_URLS)\n".utf8))
+            throw ExitCode.validationFailure
+        }
+        var logger = Logger(label: "crash-collector")
+        logger.logLevel = .warning
+        let store = try await CrashCollectorCommand.openStore(database, logger: logger)
+        let result: ArrivalSymbolication.Resymbolication
+        do {
+            result = try await symbolication.resymbolicate(store)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        print("resymbolicate: \(result.examined) raw reports, \(result.improved) with frames resolved, "
+              + "\(result.completed) complete, \(result.regrouped) moved to another issue")
+        if !result.missing.isEmpty {
+            print("  no debug file for: \(result.missing.sorted().joined(separator: ", "))")
         }
     }
 }

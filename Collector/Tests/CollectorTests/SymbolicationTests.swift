@@ -201,4 +201,34 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
             #expect((event["frames"] as? [[String: Any]])?.allSatisfy { $0["function"] == nil } == true)
         }
     }
+
+    @Test func reportsStoredRawAreResymbolicatedAndRegroupedWhenSymbolsArrive() async throws {
+        let ledger = try LedgerBinary.shared.get()
+        try await TestCollector.with { collector in   // no symbols at ingest
+            for (id, offset) in [("late-1", 8), ("late-2", 12)] as [(String, UInt64)] {
+                #expect(try await collector.upload(try ledger.rawPayload(reportID: id, offset: offset).encoded()).status == 201)
+            }
+            let before = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
+            #expect(before.count == 2, "raw: one issue per offset")
+
+            let symbolication = ArrivalSymbolication(symbolDirectories: [ledger.buildIDStore.path], useDebuginfod: false)
+            let result = try await symbolication.resymbolicate(collector.store, batch: 1)   // paging too
+            #expect(result.examined == 2 && result.improved == 2 && result.completed == 2 && result.regrouped == 2, "\(result)")
+            #expect(result.missing == ["libc.so.6 (build-id 00112233445566778899aabbccddeeff00112233)"])
+
+            let after = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
+            #expect(after.count == 1, "\(after)")
+            #expect(after.first?["title"] as? String == "ledger_total")
+            #expect(after.first?["event_count"] as? Int == 2)
+            #expect(Set(before.compactMap { $0["id"] as? Int }).isDisjoint(with: after.compactMap { $0["id"] as? Int }),
+                    "the raw issues are gone")
+            let detail = try await collector.read("/api/issues/\(after.first?["id"] as? Int ?? 0)").json
+            let event = try #require(detail["latest_event"] as? [String: Any])
+            #expect(event["symbolicated"] as? Bool == true)
+            #expect((event["frames"] as? [[String: Any]])?.map { $0["function"] as? String } == ["ledger_total", "ledger_balance", nil])
+
+            // Nothing raw is left to look at.
+            #expect(try await symbolication.resymbolicate(collector.store).examined == 0)
+        }
+    }
 }

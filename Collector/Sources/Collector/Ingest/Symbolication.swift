@@ -67,39 +67,99 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         var outcome = Outcome()
         var missing: [String: String] = [:]
         for index in payload.crash_reports.indices where Self.needsSymbolication(payload.crash_reports[index]) {
-            outcome.reportsTried += 1
-            var entry = payload.crash_reports[index]
-            let before = entry.thread_info
-            let crashedBefore = (entry.thread_info.first(where: \.crashed) ?? entry.thread_info.first)?.frames ?? []
-            for thread in entry.thread_info.indices {
-                var frames: [DiagnosticsPayload.Frame] = []
-                for frame in entry.thread_info[thread].frames {
-                    let resolved = resolve(frame, missing: &missing)
-                    if resolved.count > 1 || resolved.first?.file != nil || resolved.first?.function != frame.function {
-                        outcome.framesResolved += 1
-                    }
-                    frames += resolved
-                }
-                // Inlined frames add lines; the schema's (and seed 000's) limit stays.
-                entry.thread_info[thread].frames = Array(frames.prefix(DiagnosticsPayload.Limits.stackFrames))
-            }
-            // stack_trace is the crashed thread's frames as text when the runtime wrote it: rewrite
-            // it only then (another sender's text is theirs).
-            if entry.stack_trace == crashedBefore.map(\.stackTraceLine) {
-                let crashed = entry.thread_info.first(where: \.crashed) ?? entry.thread_info.first
-                entry.stack_trace = (crashed?.frames ?? []).map(\.stackTraceLine)
-            }
-            let crashedFrames = CrashGrouping.crashedFrames(of: entry)
-            let appFrames = crashedFrames.filter { CrashGrouping.isInApp($0, images: entry.images) }
-            if entry.thread_info != before, !appFrames.isEmpty, appFrames.allSatisfy({ $0.function != nil }) {
-                entry.symbolicated = true
-                outcome.reportsCompleted += 1
-            }
-            payload.crash_reports[index] = entry
+            payload.crash_reports[index] = finish(payload.crash_reports[index], outcome: &outcome, missing: &missing)
         }
         outcome.missing = missing.map { "\($1) (build-id \($0))" }.sorted()
         outcome.duration = ContinuousClock.now - start
         return (payload, outcome)
+    }
+
+    /// One raw entry with what the symbols know filled in.
+    private func finish(_ entry: DiagnosticsPayload.CrashReportEntry, outcome: inout Outcome,
+                        missing: inout [String: String]) -> DiagnosticsPayload.CrashReportEntry {
+        outcome.reportsTried += 1
+        var entry = entry
+        let before = entry.thread_info
+        let crashedBefore = (entry.thread_info.first(where: \.crashed) ?? entry.thread_info.first)?.frames ?? []
+        for thread in entry.thread_info.indices {
+            var frames: [DiagnosticsPayload.Frame] = []
+            for frame in entry.thread_info[thread].frames {
+                let resolved = resolve(frame, missing: &missing)
+                if resolved.count > 1 || resolved.first?.file != nil || resolved.first?.function != frame.function {
+                    outcome.framesResolved += 1
+                }
+                frames += resolved
+            }
+            // Inlined frames add lines; the schema's (and seed 000's) limit stays.
+            entry.thread_info[thread].frames = Array(frames.prefix(DiagnosticsPayload.Limits.stackFrames))
+        }
+        // stack_trace is the crashed thread's frames as text when the runtime wrote it: rewrite
+        // it only then (another sender's text is theirs).
+        if entry.stack_trace == crashedBefore.map(\.stackTraceLine) {
+            let crashed = entry.thread_info.first(where: \.crashed) ?? entry.thread_info.first
+            entry.stack_trace = (crashed?.frames ?? []).map(\.stackTraceLine)
+        }
+        let appFrames = CrashGrouping.crashedFrames(of: entry).filter { CrashGrouping.isInApp($0, images: entry.images) }
+        if entry.thread_info != before, !appFrames.isEmpty, appFrames.allSatisfy({ $0.function != nil }) {
+            entry.symbolicated = true
+            outcome.reportsCompleted += 1
+        }
+        return entry
+    }
+
+    // MARK: - Stored reports
+
+    /// What `resymbolicate` did.
+    public struct Resymbolication: Sendable, Equatable {
+        /// Stored reports marked symbolicated false.
+        public var examined = 0
+        /// Reports that got at least one frame resolved (and were rewritten).
+        public var improved = 0
+        /// Of those, reports whose in-app frames all have a function now.
+        public var completed = 0
+        /// Reports that moved to another issue (their signature changed).
+        public var regrouped = 0
+        public var missing: Set<String> = []
+    }
+
+    /// Symbolicates the reports stored raw with the symbols known now (symbols uploaded after
+    /// their crashes), rewrites those that changed and moves them to the issue of their new
+    /// signature; an issue left empty goes. The upload's payload copy is left as it arrived.
+    public func resymbolicate(_ store: any Store, batch: Int = 200) async throws -> Resymbolication {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var result = Resymbolication()
+        var after: Int64 = 0
+        while true {
+            let page = try await store.rawReports(after: after, limit: batch)
+            guard let last = page.last else { break }
+            after = last.id
+            for raw in page {
+                result.examined += 1
+                guard let entry = try? JSONDecoder().decode(DiagnosticsPayload.CrashReportEntry.self, from: Data(raw.reportJSON.utf8)),
+                      Self.needsSymbolication(entry) else { continue }
+                let (finished, outcome) = await withCheckedContinuation { continuation in
+                    queue.async {
+                        var outcome = Outcome()
+                        var missing: [String: String] = [:]
+                        let finished = self.finish(entry, outcome: &outcome, missing: &missing)
+                        outcome.missing = missing.map { "\($1) (build-id \($0))" }
+                        continuation.resume(returning: (finished, outcome))
+                    }
+                }
+                result.missing.formUnion(outcome.missing)
+                guard finished != entry else { continue }
+                let oldKey = CrashGrouping.issueKey(for: entry), newKey = CrashGrouping.issueKey(for: finished)
+                try await store.replaceReport(.init(
+                    id: raw.id, bundleID: raw.bundleID, kind: finished.kind,
+                    reportJSON: String(decoding: try encoder.encode(finished), as: UTF8.self),
+                    symbolicated: finished.symbolicated, issue: newKey))
+                result.improved += 1
+                if finished.symbolicated { result.completed += 1 }
+                if oldKey?.signature != newKey?.signature { result.regrouped += 1 }
+            }
+        }
+        return result
     }
 
     /// The frame's source locations, innermost first, each a frame with the original index,
