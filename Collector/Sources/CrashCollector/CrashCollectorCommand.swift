@@ -167,20 +167,15 @@ struct Resymbolicate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Symbolicate the reports stored raw with the symbols given now, and regroup them.")
 
-    @Option(help: "SQLite file path (default ./crash-collector.sqlite), or a postgres:// URL.")
-    var database: String?
-
-    @Option(name: .customLong("symbols"), help: ArgumentHelp("A symbol store folder (repeatable).", valueName: "dir"))
-    var symbolDirectories: [String] = []
-
-    @Option(help: ArgumentHelp("A debuginfod server (sets DEBUGINFOD_URLS; default: that variable).", valueName: "url"))
-    var debuginfod: String?
+    /// --database, --symbols and --debuginfod are the collector's own (given before or after the
+    /// subcommand's name); the other flags are not used.
+    @ParentCommand var collector: CrashCollectorCommand
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        let database = database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
+        let database = collector.database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
         guard let symbolication = try CrashCollectorCommand.symbolication(
-            directories: symbolDirectories, debuginfod: debuginfod, environment: environment) else {
+            directories: collector.symbolDirectories, debuginfod: collector.debuginfod, environment: environment) else {
             FileHandle.standardError.write(Data("crash-collector resymbolicate: nothing to symbolicate with: --symbols DIR or --debuginfod URL (or DEBUGINFOD_URLS)\n".utf8))
             throw ExitCode.validationFailure
         }
