@@ -35,7 +35,9 @@ struct LedgerBinary: Sendable {
     static let shared = Result { try LedgerBinary() }
 
     private init() throws {
-        folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("collector-symbols-\(getpid())-\(UUID().uuidString.prefix(8))")
+        // Beside the test bundle in .build (replaced on each run), not a folder per run in /tmp.
+        folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("symbolication-tests")
+        try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let sourceFile = folder.appendingPathComponent("ledger.c")
         try Self.source.write(to: sourceFile, atomically: true, encoding: .utf8)
