@@ -37,6 +37,8 @@ let package = Package(
             dependencies: [
                 "CSQLite", "CCollectorZlib", "CQREncode",
                 .product(name: "CrashReportModel", package: "swift-crash-reporting"),
+                // Symbolication on arrival of records sent raw (stripped binaries): libdw, a symbol store, debuginfod.
+                .product(name: "CrashSymbolication", package: "swift-crash-reporting"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -236,6 +236,21 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             try container.encode(column, forKey: .column)
             try container.encode(inlined, forKey: .inlined)
         }
+
+        /// The frame as a stack_trace line: "#3 CrashFixture level3() (Sources/CrashFixture/main.swift:42:7)",
+        /// or the raw address and module offset when the frame has no symbol.
+        public var stackTraceLine: String {
+            var text = "#\(index) \(module ?? "?") "
+            if let function {
+                text += (inlined ? "[inlined] " : "") + function
+            } else {
+                text += address + (module_offset.map { " (\(module ?? "?") + \($0))" } ?? "")
+            }
+            if let file {
+                text += " (\(file)" + (line.map { ":\($0)" } ?? "") + (column.map { ":\($0)" } ?? "") + ")"
+            }
+            return text
+        }
     }
 
     public struct ThreadInfo: Codable, Sendable, Equatable {

@@ -72,14 +72,19 @@ struct PayloadBuilder {
                 module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
                 function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
         }
-        // Symbolicated when every module a frame points into had a matching binary or debug file here.
+        // Symbolicated when every module a frame points into had a matching binary or debug file
+        // here, and the app's own modules had debug info (a stripped binary at its recorded path
+        // matches, but names none of its frames: the server must finish that report).
         let used = Set(report.crashedThread.frames.compactMap(\.module))
-        let symbolicated = !frames.isEmpty && report.images.filter { used.contains($0.path) }.allSatisfy {
+        let usedImages = report.images.filter { used.contains($0.path) }
+        let payloadImages = report.images.map { DiagnosticsPayload.Image(path: $0.path, build_id: $0.buildID.hex, start: "", end: "", bias: "") }
+        let appModules = Set(frames.filter { CrashGrouping.isInApp($0, images: payloadImages) }.compactMap(\.module))
+        let symbolicated = !frames.isEmpty && usedImages.allSatisfy {
             switch $0.symbols {
             case .recordedPath?, .debugFile?: return true
             default: return false
             }
-        }
+        } && usedImages.filter { appModules.contains(fileName(of: $0.path)) }.allSatisfy(\.hasDebugInfo)
 
         let type: String, message: String
         switch kind {
@@ -126,18 +131,8 @@ struct PayloadBuilder {
             termination: record.termination.map { .init(kind: $0.kind) })
     }
 
-    /// "#3 CrashFixture level3() (Sources/CrashFixture/main.swift:42:7)", or the raw address and
-    /// module offset when the frame has no symbol.
+    /// The frame's stack_trace line (the model's spelling, shared with the collector's symbolication).
     static func line(of frame: DiagnosticsPayload.Frame) -> String {
-        var text = "#\(frame.index) \(frame.module ?? "?") "
-        if let function = frame.function {
-            text += (frame.inlined ? "[inlined] " : "") + function
-        } else {
-            text += frame.address + (frame.module_offset.map { " (\(frame.module ?? "?") + \($0))" } ?? "")
-        }
-        if let file = frame.file {
-            text += " (\(file)" + (frame.line.map { ":\($0)" } ?? "") + (frame.column.map { ":\($0)" } ?? "") + ")"
-        }
-        return text
+        frame.stackTraceLine
     }
 }

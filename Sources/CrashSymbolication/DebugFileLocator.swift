@@ -13,11 +13,16 @@ public struct DebugFileLocator: Sendable {
         public var useSystemDebugDirectory: Bool
         /// Also ask debuginfod when DEBUGINFOD_URLS is set.
         public var useDebuginfod: Bool
+        /// Try the module's recorded path first. A server symbolicating other hosts' reports turns
+        /// this off: the path names a file on the crashed host, not on this one.
+        public var useRecordedPath: Bool
 
-        public init(debugDirectories: [String] = [], useSystemDebugDirectory: Bool = true, useDebuginfod: Bool = true) {
+        public init(debugDirectories: [String] = [], useSystemDebugDirectory: Bool = true, useDebuginfod: Bool = true,
+                    useRecordedPath: Bool = true) {
             self.debugDirectories = debugDirectories
             self.useSystemDebugDirectory = useSystemDebugDirectory
             self.useDebuginfod = useDebuginfod
+            self.useRecordedPath = useRecordedPath
         }
     }
 
@@ -46,18 +51,25 @@ public struct DebugFileLocator: Sendable {
     }
 
     public func locate(_ module: CrashRecord.Module) -> Result<Location, Failure> {
-        let buildID = module.buildID
+        locate(buildID: module.buildID, path: module.path)
+    }
+
+    /// The file for the module with `buildID` that was loaded from `path` (on the crashed host).
+    /// A build-id that is not plain hex is never found: it would be a path in the build-id trees.
+    public func locate(buildID: BuildID, path: String) -> Result<Location, Failure> {
         var mismatch: Failure?
-        if FileManager.default.fileExists(atPath: module.path) {
-            let onDisk = BuildID(elfFileAtPath: module.path)
+        if options.useRecordedPath, FileManager.default.fileExists(atPath: path) {
+            let onDisk = BuildID(elfFileAtPath: path)
             if buildID.isEmpty || onDisk == buildID {
-                return .success(Location(path: module.path, isRecordedPath: true))
+                return .success(Location(path: path, isRecordedPath: true))
             }
             mismatch = .buildIDMismatch(fileBuildID: onDisk?.hex ?? "none")
         }
-        guard !buildID.isEmpty else { return .failure(mismatch ?? .notFound) }
+        guard !buildID.isEmpty, buildID.hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            return .failure(mismatch ?? .notFound)
+        }
 
-        let name = fileName(of: module.path)
+        let name = fileName(of: path)
         for directory in options.debugDirectories {
             for candidate in buildIDPaths(in: directory, buildID) + [directory + "/" + name, directory + "/" + name + ".debug"]
             where matches(candidate, buildID) {

@@ -174,6 +174,40 @@ struct PipelineUnitTests {
         }
     }
 
+    @Test("symbolicated: false for a stripped app binary found at its path (no debug info), true with debug info")
+    func symbolicatedFlag() throws {
+        let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"6f1c1e4e-2b0a-4c1e-9a57-6f4f1d2f9c11","app_id":"com.example.app","app_version":"2.0","pid":1,"timestamp_ns":1763683200000000000,"arch":"x86_64"}"#
+        let signal = #"{"type":"signal","signo":11,"name":"SIGSEGV","code":1,"code_name":"SEGV_MAPERR","fault_address":"0x0"}"#
+        let record = try CrashRecord(data: Data((header + "\n" + signal + "\n{\"type\":\"end\"}\n").utf8), source: "test")
+        func entry(appHasDebugInfo: Bool, function: String?) -> DiagnosticsPayload.CrashReportEntry {
+            let frames = [
+                CrashReport.Frame(index: 0, address: Address(0x5000), module: "/srv/app/Server", moduleOffset: Address(0x4000),
+                                  function: function, symbol: nil, file: nil, line: nil, column: nil, isInlined: false, note: nil),
+                CrashReport.Frame(index: 1, address: Address(0x7f00_0000_1000), module: "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                                  moduleOffset: Address(0x1000), function: "__libc_start_main", symbol: nil, file: nil, line: nil,
+                                  column: nil, isInlined: false, note: nil),
+            ]
+            let images = [
+                CrashReport.Image(path: "/srv/app/Server", buildID: BuildID(hex: "aa11"), start: Address(0x1000), end: Address(0x9000),
+                                  bias: Address(0x1000), symbols: .recordedPath("/srv/app/Server"), hasDebugInfo: appHasDebugInfo),
+                // A system library without debug info does not make a report raw.
+                CrashReport.Image(path: "/usr/lib/x86_64-linux-gnu/libc.so.6", buildID: BuildID(hex: "bb22"), start: Address(0x7f00_0000_0000),
+                                  end: Address(0x7f00_0010_0000), bias: Address(0x7f00_0000_0000),
+                                  symbols: .recordedPath("/usr/lib/x86_64-linux-gnu/libc.so.6"), hasDebugInfo: false),
+            ]
+            let report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
+                                     timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
+                                     fatalMessage: nil, crashedThread: .init(id: 1, name: "", isMain: true, frames: frames), stack: nil,
+                                     images: images, nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+            return PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report).crash_reports[0]
+        }
+        let stripped = entry(appHasDebugInfo: false, function: nil)
+        #expect(stripped.symbolicated == false)
+        #expect(stripped.thread_info[0].frames[0].build_id == "aa11" && stripped.thread_info[0].frames[0].module_offset == "0x4000")
+        #expect(stripped.stack_trace[0] == "#0 Server 0x5000 (Server + 0x4000)")
+        #expect(entry(appHasDebugInfo: true, function: "Server.handle()").symbolicated == true)
+    }
+
     @Test("Sentry: DSN, debug_id from a GNU build-id, rate-limit headers, event shape")
     func sentry() throws {
         let dsn = try #require(SentryTransport.DSN("http://abc123@127.0.0.1:8000/sentry/42"))

@@ -172,6 +172,50 @@ struct SymbolicationTests {
         #expect(report.reason.contains("the ledger does not balance"))
     }
 
+    @Test("SymbolCache (a server's lookups): by build-id only, a miss retried after a while, at most `capacity` files open")
+    func symbolCache() throws {
+        let folder = temporaryFolder("symbol-cache")
+        let binary = try copyOfFixture(.release, into: folder)
+        let (record, _) = try crashRecord("null-pointer-write", .release, binary: binary)
+        let module = try #require(record.modules.first { $0.path == binary.path })
+        let addresses = record.frames.filter { record.module(containing: $0.lookupAddress) == module }
+            .map { module.fileAddress(of: $0.lookupAddress).value }
+        let store = folder.appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        let cache = SymbolCache(
+            locator: DebugFileLocator(options: .init(debugDirectories: [store.path], useSystemDebugDirectory: false,
+                                                     useDebuginfod: false, useRecordedPath: false)),
+            capacity: 1, retryMissesAfter: .milliseconds(400))
+        func levels(_ buildID: BuildID, _ path: String, _ addresses: [UInt64]) -> [String] {
+            addresses.flatMap { (try? cache.lookup(buildID: buildID, path: path, fileAddress: $0).get()) ?? [] }
+                .map { Demangler.demangle($0.symbol) }.filter { $0.hasPrefix("CrashFixture.level") }
+        }
+
+        // The unstripped binary is at the recorded path, but a server never opens a reporter's paths.
+        #expect(cache.lookup(buildID: module.buildID, path: binary.path, fileAddress: addresses[0]) == .failure(.notFound))
+        #expect(try crashtool(["split-debug", binary.path, "--store", store.path]).0 == 0)
+        #expect(levels(module.buildID, binary.path, addresses).isEmpty, "the miss is remembered for a while")
+        usleep(500_000)
+        #expect(levels(module.buildID, binary.path, addresses).count == 5, "symbols that came later are found")
+        #expect(cache.openCount == 1)
+
+        // A second build-id (the debug fixture): with room for one file, each evicts the other and both still resolve.
+        let other = try copyOfFixture(.debug, into: folder.appendingPathComponent("debug"))
+        let (otherRecord, _) = try crashRecord("null-pointer-write", .debug, binary: other)
+        let otherModule = try #require(otherRecord.modules.first { $0.path == other.path })
+        let otherAddresses = otherRecord.frames.filter { otherRecord.module(containing: $0.lookupAddress) == otherModule }
+            .map { otherModule.fileAddress(of: $0.lookupAddress).value }
+        #expect(try crashtool(["split-debug", other.path, "--store", store.path]).0 == 0)
+        for _ in 0..<2 {
+            #expect(levels(otherModule.buildID, other.path, otherAddresses).count == 5)
+            #expect(levels(module.buildID, binary.path, addresses).count == 5)
+            #expect(cache.openCount == 1)
+        }
+        #expect(cache.debugFile(for: module.buildID)?.hasPrefix(store.path + "/.build-id/") == true)
+        #expect(cache.lookup(buildID: BuildID(hex: "../" + module.buildID.hex), path: binary.path, fileAddress: addresses[0])
+                == .failure(.notFound), "a build-id that is not hex is no path")
+    }
+
     @Test("a binary rebuilt since the crash is flagged, never symbolicated silently wrong")
     func buildIDMismatch() throws {
         let folder = temporaryFolder("rebuilt")

@@ -29,6 +29,8 @@ public struct CollectorConfiguration: Sendable {
     public var alertWebhook: URL?
     /// How often the webhook's sender looks for alerts.
     public var alertCheckInterval: Duration
+    /// Symbolication on arrival of reports sent raw (`--symbols`, `--debuginfod`); nil: stored as sent.
+    public var symbolication: ArrivalSymbolication?
 
     public static let seedBodyLimit = 5 * 1024 * 1024
     /// A token is usually one app on every host it runs on: generous, against floods, not use.
@@ -40,7 +42,8 @@ public struct CollectorConfiguration: Sendable {
                 maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil,
                 rateLimit: Double = CollectorConfiguration.defaultRateLimit,
                 rateBurst: Int = CollectorConfiguration.defaultRateBurst, alertRule: AlertRule = AlertRule(),
-                alertWebhook: URL? = nil, alertCheckInterval: Duration = .seconds(60)) {
+                alertWebhook: URL? = nil, alertCheckInterval: Duration = .seconds(60),
+                symbolication: ArrivalSymbolication? = nil) {
         self.ingestTokens = ingestTokens
         self.dashboardPassword = dashboardPassword
         self.retentionDays = retentionDays
@@ -53,6 +56,7 @@ public struct CollectorConfiguration: Sendable {
         self.alertRule = alertRule
         self.alertWebhook = alertWebhook
         self.alertCheckInterval = alertCheckInterval
+        self.symbolication = symbolication
     }
 }
 

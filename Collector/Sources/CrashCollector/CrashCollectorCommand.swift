@@ -14,8 +14,10 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
             COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
-            COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK.
-            """)
+            COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
+            COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
+            """,
+        subcommands: [Resymbolicate.self])
 
     @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
     var host: String?
@@ -55,6 +57,14 @@ struct CrashCollectorCommand: AsyncParsableCommand {
 
     @Option(help: "POST each velocity alert as JSON to this http(s) URL, once per issue per hour.")
     var alertWebhook: String?
+
+    @Option(name: .customLong("symbols"), help: ArgumentHelp(
+        "A symbol store folder for reports sent raw: flat debug files (NAME, NAME.debug) and/or a .build-id/xx/rest.debug tree (repeatable).",
+        valueName: "dir"))
+    var symbolDirectories: [String] = []
+
+    @Option(help: ArgumentHelp("A debuginfod server for reports sent raw (sets DEBUGINFOD_URLS; default: that variable).", valueName: "url"))
+    var debuginfod: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -99,14 +109,17 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             webhook = url
         }
 
+        let symbolication = try Self.symbolication(directories: symbolDirectories, debuginfod: debuginfod, environment: environment)
+
         var logger = Logger(label: "crash-collector")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
-        let store = try await openStore(database, logger: logger)
+        let store = try await Self.openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
-            alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook)
+            alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook,
+            symbolication: symbolication)
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(
@@ -121,6 +134,11 @@ struct CrashCollectorCommand: AsyncParsableCommand {
                 "  dashboard: \(base)/  (any user name, password \(shownPassword))",
                 "  database:  \(shownDatabase)",
             ]
+            if let symbolication {
+                let sources = symbolication.symbolDirectories
+                    + (symbolication.usesDebuginfod ? ["debuginfod \(ProcessInfo.processInfo.environment["DEBUGINFOD_URLS"] ?? "")"] : [])
+                lines.append("  symbols:   \(sources.joined(separator: ", ")) (reports sent raw are symbolicated on arrival)")
+            }
             // Written unbuffered: a script waiting for this line gets it at once, even through a pipe.
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         }
@@ -128,7 +146,36 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         await store.close()
     }
 
-    private func openStore(_ database: String, logger: Logger) async throws -> any Store {
+    /// Symbolication on arrival when a symbol folder or a debuginfod server is given; nil otherwise.
+    static func symbolication(directories: [String], debuginfod: String?,
+                              environment: [String: String]) throws -> ArrivalSymbolication? {
+        var folders = directories
+        if folders.isEmpty, let list = environment["COLLECTOR_SYMBOLS"] {
+            folders = list.split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        }
+        for folder in folders {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--symbols \(folder): not a folder")
+            }
+        }
+        if let debuginfod {
+            guard let url = URL(string: debuginfod), ["http", "https", "file"].contains(url.scheme ?? "") else {
+                throw ValidationError("--debuginfod \(debuginfod): not an http, https or file URL")
+            }
+            // elfutils' client reads its servers from the environment only; set before its first use.
+            setenv("DEBUGINFOD_URLS", debuginfod, 1)
+        }
+        let useDebuginfod = !(debuginfod ?? environment["DEBUGINFOD_URLS"] ?? "").isEmpty
+        if useDebuginfod && environment["DEBUGINFOD_TIMEOUT"] == nil {
+            // The client's default is 90 s without progress; lookups are serial, so a stalled server would hold every raw report.
+            setenv("DEBUGINFOD_TIMEOUT", "10", 1)
+        }
+        guard !folders.isEmpty || useDebuginfod else { return nil }
+        return ArrivalSymbolication(symbolDirectories: folders, useDebuginfod: useDebuginfod)
+    }
+
+    static func openStore(_ database: String, logger: Logger) async throws -> any Store {
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
             return try await PostgresStore(url: database, logger: logger)
         }
@@ -153,6 +200,44 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         { text in
             guard let value = Int(text) else { throw ValidationError("\(name) must be an integer, got \"\(text)\"") }
             return value
+        }
+    }
+}
+
+/// `crash-collector resymbolicate`: symbols uploaded after their crashes. Symbolicates the reports
+/// stored raw, rewrites those that changed and regroups them, then exits. Safe beside a running
+/// collector on the same database (each report is replaced in its own transaction).
+struct Resymbolicate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Symbolicate the reports stored raw with the symbols given now, and regroup them.")
+
+    /// --database, --symbols and --debuginfod are the collector's own (given before or after the
+    /// subcommand's name); the other flags are not used.
+    @ParentCommand var collector: CrashCollectorCommand
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let database = collector.database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
+        guard let symbolication = try CrashCollectorCommand.symbolication(
+            directories: collector.symbolDirectories, debuginfod: collector.debuginfod, environment: environment) else {
+            FileHandle.standardError.write(Data("crash-collector resymbolicate: nothing to symbolicate with: --symbols DIR or --debuginfod URL (or DEBUGINFOD_URLS)\n".utf8))
+            throw ExitCode.validationFailure
+        }
+        var logger = Logger(label: "crash-collector")
+        logger.logLevel = .warning
+        let store = try await CrashCollectorCommand.openStore(database, logger: logger)
+        let result: ArrivalSymbolication.Resymbolication
+        do {
+            result = try await symbolication.resymbolicate(store)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        print("resymbolicate: \(result.examined) raw reports, \(result.improved) with frames resolved, "
+              + "\(result.completed) complete, \(result.regrouped) moved to another issue")
+        if !result.missing.isEmpty {
+            print("  no debug file for: \(result.missing.sorted().joined(separator: ", "))")
         }
     }
 }

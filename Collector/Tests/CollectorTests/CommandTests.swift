@@ -67,6 +67,48 @@ import Testing
         #expect(process.terminationStatus != 0)
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("token"))
     }
+
+    @Test func refusesASymbolFolderThatIsNotOneAndABadDebuginfodURL() throws {
+        for (arguments, message) in [(["--symbols", "/nonexistent/symbols"], "not a folder"),
+                                     (["--debuginfod", "not a url"], "--debuginfod")] {
+            let process = Process()
+            process.executableURL = Self.executable
+            process.arguments = ["--port", "0", "--database", ":memory:", "--token", "t"] + arguments
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = Pipe()
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus != 0)
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(text.contains(message), "\(text)")
+        }
+    }
+
+    @Test func namesItsSymbolSourcesWhenItStarts() async throws {
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("collector-command-symbols-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--port", "0", "--database", ":memory:", "--token", "t", "--log-level", "error"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COLLECTOR_SYMBOLS"] = folder.path
+        environment["DEBUGINFOD_URLS"] = nil
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var text = ""
+        while !text.contains("database:") || !text.hasSuffix("\n") {   // the banner is one write
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        process.terminate()
+        process.waitUntilExit()
+        #expect(text.contains("  symbols:   \(folder.path) (reports sent raw are symbolicated on arrival)"), "\(text)")
+    }
 }
 
 extension CommandTests {

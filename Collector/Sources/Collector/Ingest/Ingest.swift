@@ -3,6 +3,7 @@
 // were written against it). Checks run in its order: token, size, idempotency, then the payload.
 import CrashReportModel
 import Foundation
+import Logging
 
 /// A JSON answer: status and body.
 struct APIAnswer: Sendable {
@@ -66,6 +67,7 @@ extension JSONEncoder {
 struct Ingest: Sendable {
     let store: any Store
     let configuration: CollectorConfiguration
+    var logger: Logger?
 
     /// Constant-time against each accepted token, so the answer's timing does not tell how much
     /// of a guessed token was right.
@@ -87,7 +89,7 @@ struct Ingest: Sendable {
         if let key, let first = try await store.answer(forIdempotencyKey: key) {
             return APIAnswer(status: 201, body: Data(first.utf8))
         }
-        let payload: DiagnosticsPayload
+        var payload: DiagnosticsPayload
         do {
             payload = try PayloadDecoding.decode(try inflated(raw, contentEncoding: contentEncoding))
         } catch let failure as ValidationFailure {
@@ -96,6 +98,20 @@ struct Ingest: Sendable {
             return .tooLarge
         } catch {
             return .error(400, "validation_failed", "\(error)", details: ["\(error)"])
+        }
+
+        // Before grouping: a raw report's issue is then signed by its function names.
+        if let symbolication = configuration.symbolication {
+            let outcome: ArrivalSymbolication.Outcome
+            (payload, outcome) = await symbolication.symbolicate(payload)
+            if outcome.reportsTried > 0 {
+                // A missing debug file is no error: the report is stored as sent, and said so here.
+                logger?.info("""
+                    symbolication: \(outcome.reportsCompleted)/\(outcome.reportsTried) raw reports completed, \
+                    \(outcome.framesResolved) frames resolved in \(outcome.duration)\
+                    \(outcome.missing.isEmpty ? "" : "; no debug file for \(outcome.missing.joined(separator: ", "))")
+                    """)
+            }
         }
 
         let answer = AcceptedBody(diagnostics_id: Self.newDiagnosticsID(), test_run_id: payload.test_run_id,

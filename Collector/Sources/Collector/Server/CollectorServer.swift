@@ -61,7 +61,7 @@ public enum CollectorServer {
     static func makeRouter(store: any Store, configuration: CollectorConfiguration, address: ListeningAddress,
                            logger: Logger) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        let ingest = Ingest(store: store, configuration: configuration)
+        let ingest = Ingest(store: store, configuration: configuration, logger: logger)
         let read = ReadAPI(store: store, rule: configuration.alertRule)
         let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost,
                                   rule: configuration.alertRule)

@@ -211,7 +211,7 @@ enum OpenAPI {
               "thread_info": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}},
               "report_id": {"description": "Extension.", "type": "string", "minLength": 1},
               "kind": {"description": "Extension.", "enum": ["crash", "non_fatal", "abnormal_termination", "diagnostics"]},
-              "symbolicated": {"description": "Extension.", "type": "boolean"},
+              "symbolicated": {"description": "Extension. False when the host could not name the app's own frames (a stripped binary, its debug info kept apart): frames then carry build_id and module_offset only, and a collector with symbols finishes the report.", "type": "boolean"},
               "is_partial": {"description": "Extension.", "type": "boolean"},
               "images": {
                 "description": "Extension: loaded modules.",
@@ -382,6 +382,7 @@ enum OpenAPI {
         "/api/v1/qa/diagnostics": {
           "post": {
             "summary": "Upload one diagnostics payload (gzip or plain JSON).",
+            "description": "With --symbols or --debuginfod, a crash report sent raw (symbolicated false; frames with build_id and module_offset but no file) gets function, file and line from the symbol store before it is grouped and stored; symbolicated becomes true when every in-app frame has a function. Addresses, offsets and build-ids are kept. A missing debug file is no error: the report is stored as sent.",
             "security": [{"ingestToken": []}],
             "parameters": [
               {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"},

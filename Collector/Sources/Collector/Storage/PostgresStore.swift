@@ -266,6 +266,46 @@ public final class PostgresStore: Store {
         return result
     }
 
+    public func rawReports(after id: Int64, limit: Int) async throws -> [RawReport] {
+        let rows = try await client.query("""
+            SELECT r.id, u.bundle_id, r.report FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE NOT r.symbolicated AND r.id > \(id) ORDER BY r.id LIMIT \(Int64(max(1, limit)))
+            """, logger: logger)
+        var result: [RawReport] = []
+        for try await row in rows.decode((Int64, String, String).self) {
+            result.append(RawReport(id: row.0, bundleID: row.1, reportJSON: row.2))
+        }
+        return result
+    }
+
+    public func replaceReport(_ replacement: ReportReplacement) async throws {
+        let logger = logger
+        try await client.withTransaction(logger: logger) { connection in
+            var issueID: Int64?
+            if let issue = replacement.issue {
+                issueID = try await first(connection.query("""
+                    INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
+                    VALUES (\(replacement.bundleID), \(issue.signature), \(replacement.kind), \(issue.title), \(issue.subtitle),
+                            \(issue.exceptionType), \(replacement.now.millisecondsSince1970))
+                    ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle
+                    RETURNING id
+                    """, logger: logger), as: Int64.self)
+            }
+            // The former issue, the row locked until the update commits.
+            let former = try await first(connection.query("SELECT issue_id FROM reports WHERE id = \(replacement.id) FOR UPDATE",
+                                                          logger: logger), as: Int64?.self) ?? nil
+            try await connection.query("""
+                UPDATE reports SET report = \(replacement.reportJSON), symbolicated = \(replacement.symbolicated), issue_id = \(issueID)
+                WHERE id = \(replacement.id)
+                """, logger: logger)
+            if let former {
+                try await connection.query("""
+                    DELETE FROM issues WHERE id = \(former) AND NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = \(former))
+                    """, logger: logger)
+            }
+        }
+    }
+
     public func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog] {
         let rows = try await client.query("""
             SELECT id, received_at, app_id, method, url, status_code, duration, timestamp, event FROM api_logs

@@ -213,6 +213,41 @@ public actor SQLiteStore: Store {
         }
     }
 
+    public func rawReports(after id: Int64, limit: Int) throws -> [RawReport] {
+        try db.query("""
+            SELECT r.id, u.bundle_id, r.report FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE r.symbolicated = 0 AND r.id > ?1 ORDER BY r.id LIMIT ?2
+            """, [.integer(id), .int(max(1, limit))]) { row in
+            RawReport(id: row.int(0), bundleID: row.text(1), reportJSON: row.text(2))
+        }
+    }
+
+    public func replaceReport(_ replacement: ReportReplacement) throws {
+        try db.transaction {
+            var issueID = SQLValue.null
+            if let issue = replacement.issue {
+                let id = try db.query("""
+                    INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                    ON CONFLICT (bundle_id, signature) DO UPDATE SET title = excluded.title, subtitle = excluded.subtitle
+                    RETURNING id
+                    """, [
+                        .text(replacement.bundleID), .text(issue.signature), .text(replacement.kind), .text(issue.title),
+                        .text(issue.subtitle), .text(issue.exceptionType), .integer(replacement.now.millisecondsSince1970),
+                    ]) { $0.int(0) }
+                issueID = id.first.map(SQLValue.integer) ?? .null
+            }
+            let former = try db.query("SELECT issue_id FROM reports WHERE id = ?1", [.integer(replacement.id)]) { $0.optionalInt(0) }
+            try db.run("UPDATE reports SET report = ?2, symbolicated = ?3, issue_id = ?4 WHERE id = ?1", [
+                .integer(replacement.id), .text(replacement.reportJSON), .bool(replacement.symbolicated), issueID,
+            ])
+            if let formerID = former.first ?? nil {
+                try db.run("DELETE FROM issues WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = ?1)",
+                           [.integer(formerID)])
+            }
+        }
+    }
+
     public func apiLogs(limit: Int, appID: String?) throws -> [StoredAPILog] {
         try db.query("""
             SELECT id, received_at, app_id, method, url, status_code, duration, timestamp, event FROM api_logs

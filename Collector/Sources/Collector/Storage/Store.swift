@@ -34,8 +34,42 @@ public protocol Store: Sendable {
     /// without events.
     func purge(receivedBefore date: Date) async throws -> PurgeCounts
 
+    /// Reports stored with symbolicated false, by id, those after `id` (paging): what
+    /// `crash-collector resymbolicate` looks at when symbols arrive after their crashes.
+    func rawReports(after id: Int64, limit: Int) async throws -> [RawReport]
+    /// Replaces a stored report's entry after symbolication and moves it to the issue of its new
+    /// signature; its former issue goes when no report is left in it.
+    func replaceReport(_ replacement: ReportReplacement) async throws
+
     /// Releases connections; the store is not used afterwards.
     func close() async
+}
+
+public struct RawReport: Sendable {
+    public var id: Int64
+    public var bundleID: String
+    public var reportJSON: String
+}
+
+public struct ReportReplacement: Sendable {
+    public var id: Int64
+    public var bundleID: String
+    public var kind: String
+    public var reportJSON: String
+    public var symbolicated: Bool
+    public var issue: CrashGrouping.IssueKey?
+    public var now: Date
+
+    public init(id: Int64, bundleID: String, kind: String, reportJSON: String, symbolicated: Bool, issue: CrashGrouping.IssueKey?,
+                now: Date = Date()) {
+        self.id = id
+        self.bundleID = bundleID
+        self.kind = kind
+        self.reportJSON = reportJSON
+        self.symbolicated = symbolicated
+        self.issue = issue
+        self.now = now
+    }
 }
 
 extension Store {
