@@ -174,13 +174,7 @@ public final class PostgresStore: Store {
             for report in record.reports {
                 var issueID: Int64?
                 if let issue = report.issue {
-                    issueID = try await first(connection.query("""
-                        INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
-                        VALUES (\(app.bundle_id), \(issue.signature), \(report.kind), \(issue.title), \(issue.subtitle),
-                                \(issue.exceptionType), \(received))
-                        ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle
-                        RETURNING id
-                        """, logger: logger), as: Int64.self)
+                    issueID = try await upsertIssue(issue, bundleID: app.bundle_id, kind: report.kind, at: received, on: connection, logger: logger)
                 }
                 try await connection.query("""
                     INSERT INTO reports (upload_id, issue_id, report_id, kind, occurred_at, received_at, exception_type,
@@ -283,13 +277,8 @@ public final class PostgresStore: Store {
         try await client.withTransaction(logger: logger) { connection in
             var issueID: Int64?
             if let issue = replacement.issue {
-                issueID = try await first(connection.query("""
-                    INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
-                    VALUES (\(replacement.bundleID), \(issue.signature), \(replacement.kind), \(issue.title), \(issue.subtitle),
-                            \(issue.exceptionType), \(replacement.now.millisecondsSince1970))
-                    ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle
-                    RETURNING id
-                    """, logger: logger), as: Int64.self)
+                issueID = try await upsertIssue(issue, bundleID: replacement.bundleID, kind: replacement.kind,
+                                                at: replacement.now.millisecondsSince1970, on: connection, logger: logger)
             }
             // The former issue, the row locked until the update commits.
             let former = try await first(connection.query("SELECT issue_id FROM reports WHERE id = \(replacement.id) FOR UPDATE",
@@ -428,6 +417,17 @@ struct PostgresStoreError: Error, CustomStringConvertible {
 }
 
 /// The first row's single column, if there is a row (the rest of the sequence is drained).
+/// The issue's row id, created if new; the newest title wins (as in SQLiteStore).
+private func upsertIssue(_ issue: IssueKey, bundleID: String, kind: String, at milliseconds: Int64,
+                         on connection: PostgresConnection, logger: Logger) async throws -> Int64? {
+    try await first(connection.query("""
+        INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
+        VALUES (\(bundleID), \(issue.signature), \(kind), \(issue.title), \(issue.subtitle), \(issue.exceptionType), \(milliseconds))
+        ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle
+        RETURNING id
+        """, logger: logger), as: Int64.self)
+}
+
 private func first<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> T? {
     var result: T?
     for try await value in rows.decode(T.self) where result == nil { result = value }

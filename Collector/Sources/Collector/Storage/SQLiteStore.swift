@@ -100,6 +100,21 @@ public actor SQLiteStore: Store {
         }
     }
 
+    /// The issue's row id, created if new. The newest title wins: a better-symbolicated event
+    /// names the issue better.
+    private func upsertIssue(_ issue: IssueKey, bundleID: String, kind: String, at milliseconds: Int64) throws -> SQLValue {
+        let id = try db.query("""
+            INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            ON CONFLICT (bundle_id, signature) DO UPDATE SET title = excluded.title, subtitle = excluded.subtitle
+            RETURNING id
+            """, [
+                .text(bundleID), .text(issue.signature), .text(kind), .text(issue.title),
+                .text(issue.subtitle), .text(issue.exceptionType), .integer(milliseconds),
+            ]) { $0.int(0) }
+        return id.first.map(SQLValue.integer) ?? .null
+    }
+
     private func insert(_ record: IngestRecord) throws -> IngestOutcome {
         if let key = record.idempotencyKey, let first = try answer(forIdempotencyKey: key) {
             return .duplicate(answer: first)
@@ -117,20 +132,7 @@ public actor SQLiteStore: Store {
             ])
         let uploadID = db.lastInsertRowID
         for report in record.reports {
-            var issueID = SQLValue.null
-            if let issue = report.issue {
-                // The newest title wins: a better-symbolicated event names the issue better.
-                let id = try db.query("""
-                    INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                    ON CONFLICT (bundle_id, signature) DO UPDATE SET title = excluded.title, subtitle = excluded.subtitle
-                    RETURNING id
-                    """, [
-                        .text(record.app.bundle_id), .text(issue.signature), .text(report.kind), .text(issue.title),
-                        .text(issue.subtitle), .text(issue.exceptionType), .integer(received),
-                    ]) { $0.int(0) }
-                issueID = id.first.map(SQLValue.integer) ?? .null
-            }
+            let issueID = try report.issue.map { try upsertIssue($0, bundleID: record.app.bundle_id, kind: report.kind, at: received) } ?? .null
             try db.run("""
                 INSERT INTO reports (upload_id, issue_id, report_id, kind, occurred_at, received_at, exception_type,
                                      exception_message, symbolicated, app_version, user_key, report)
@@ -224,19 +226,9 @@ public actor SQLiteStore: Store {
 
     public func replaceReport(_ replacement: ReportReplacement) throws {
         try db.transaction {
-            var issueID = SQLValue.null
-            if let issue = replacement.issue {
-                let id = try db.query("""
-                    INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                    ON CONFLICT (bundle_id, signature) DO UPDATE SET title = excluded.title, subtitle = excluded.subtitle
-                    RETURNING id
-                    """, [
-                        .text(replacement.bundleID), .text(issue.signature), .text(replacement.kind), .text(issue.title),
-                        .text(issue.subtitle), .text(issue.exceptionType), .integer(replacement.now.millisecondsSince1970),
-                    ]) { $0.int(0) }
-                issueID = id.first.map(SQLValue.integer) ?? .null
-            }
+            let issueID = try replacement.issue.map {
+                try upsertIssue($0, bundleID: replacement.bundleID, kind: replacement.kind, at: replacement.now.millisecondsSince1970)
+            } ?? .null
             let former = try db.query("SELECT issue_id FROM reports WHERE id = ?1", [.integer(replacement.id)]) { $0.optionalInt(0) }
             try db.run("UPDATE reports SET report = ?2, symbolicated = ?3, issue_id = ?4 WHERE id = ?1", [
                 .integer(replacement.id), .text(replacement.reportJSON), .bool(replacement.symbolicated), issueID,
