@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
-#define CCR_SESSION_VERSION 2
+#define CCR_SESSION_VERSION 3
 #define CCR_BREADCRUMB_CAPACITY 500
 /// Breadcrumb rings: ring 0 is shared (a fetch_add per append); rings 1… are each owned by one
 /// thread at a time, the first threads to log, which append with plain stores and no shared cache
@@ -38,8 +38,10 @@ typedef struct ccr_breadcrumb_slot {
     uint16_t tag_length;
     uint16_t message_length;
     uint16_t metadata_length;
-    char tag[CCR_BREADCRUMB_TAG_MAX];
+    // The text first: a header and a message of up to 40 bytes share one cache line, so an
+    // append of a short message writes one line, and a ring's 500 such lines stay in L1.
     char text[CCR_BREADCRUMB_TEXT_MAX];   // message bytes, then metadata bytes
+    char tag[CCR_BREADCRUMB_TAG_MAX];
 } ccr_breadcrumb_slot;
 
 /// Even seq: stable. A slot with name_length 0 is free.
