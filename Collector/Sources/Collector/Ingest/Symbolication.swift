@@ -57,6 +57,8 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         !entry.symbolicated && entry.thread_info.contains { $0.frames.contains(where: isRaw) }
     }
 
+    static let runtimeFailure = "Swift runtime failure: "
+
     static func isRaw(_ frame: DiagnosticsPayload.Frame) -> Bool {
         frame.file == nil && !(frame.build_id ?? "").isEmpty && frame.module_offset.flatMap(Address.init(hex:)) != nil
     }
@@ -99,7 +101,16 @@ public final class ArrivalSymbolication: @unchecked Sendable {
             let crashed = entry.thread_info.first(where: \.crashed) ?? entry.thread_info.first
             entry.stack_trace = (crashed?.frames ?? []).map(\.stackTraceLine)
         }
-        let appFrames = CrashGrouping.crashedFrames(of: entry).filter { CrashGrouping.isInApp($0, images: entry.images) }
+        // An -O trap's reason is known only now: it is the innermost inlined frame at the trap
+        // address ("Swift runtime failure: Index out of range"), which the host would have used
+        // as the headline had it had the symbols.
+        let crashedFrames = CrashGrouping.crashedFrames(of: entry)
+        if let top = crashedFrames.first?.index,
+           let failure = crashedFrames.first(where: { $0.index == top && ($0.function ?? "").hasPrefix(Self.runtimeFailure) })?.function,
+           !entry.exception_message.hasPrefix(Self.runtimeFailure) {
+            entry.exception_message = failure
+        }
+        let appFrames = crashedFrames.filter { CrashGrouping.isInApp($0, images: entry.images) }
         if entry.thread_info != before, !appFrames.isEmpty, appFrames.allSatisfy({ $0.function != nil }) {
             entry.symbolicated = true
             outcome.reportsCompleted += 1
