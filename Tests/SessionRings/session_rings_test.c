@@ -203,6 +203,38 @@ static void signal_during_append(void) {
     (void)signalled_thread;
 }
 
+// 6. Every message length from 0 to 200 comes back byte for byte (the short-text copy covers
+//    8…64 bytes with two overlapping copies; a wrong offset would show here).
+static void exact_texts(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
+    enum { LENGTHS = 201 };
+    char message[LENGTHS + 1];
+    for (int length = 0; length < LENGTHS; length++) {
+        for (int i = 0; i < length; i++) message[i] = (char)('A' + (i * 7 + length) % 26);
+        ccr_breadcrumb_append(1, 0, "len", 3, message, (size_t)length, NULL, 0);
+    }
+    FILE *out = tmpfile();
+    ccr_session_export(path, fileno(out));
+    rewind(out);
+    char line[8192];
+    int checked = 0;
+    while (fgets(line, sizeof line, out)) {
+        const char *m = strstr(line, "\"tag\":\"len\",\"message\":\"");
+        if (!m) continue;
+        m += strlen("\"tag\":\"len\",\"message\":\"");
+        const char *end = strchr(m, '"');
+        int length = (int)(end - m);
+        int ok = 1;
+        for (int i = 0; i < length; i++) ok &= m[i] == (char)('A' + (i * 7 + length) % 26);
+        CHECK(ok, "exact: a message of %d bytes came back as %.*s", length, length, m);
+        CHECK(length == checked, "exact: lengths out of order (%d after %d)", length, checked - 1);
+        checked++;
+    }
+    fclose(out);
+    CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
+}
+
 int main(int argc, char **argv) {
     snprintf(directory, sizeof directory, "%s", argc > 1 ? argv[1] : "/tmp");
     open_session("rings");
@@ -211,6 +243,7 @@ int main(int argc, char **argv) {
     fork_of_an_owner();
     export_while_writing();
     signal_during_append();           // the main thread claims a ring here
+    exact_texts();                    // after: the last 500 of the main thread's ring
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }
