@@ -21,8 +21,6 @@ extension Uploader {
     func sendAPILogs(memo: RedactionMemo) -> Bool {
         let folder = directory.path + "/api_logs"
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return true }
-        let endpoint = resolveEndpoint().url.appendingPathComponent("api/logs")
-        let token = settings.token ?? getenv("CRASH_REPORTING_TOKEN").map { String(cString: $0) }
         for name in names.sorted() where name.hasSuffix(".jsonl") && name != sessionID + ".jsonl" {
             let path = folder + "/" + name
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
@@ -43,14 +41,9 @@ extension Uploader {
                     batch.append(entry.event)
                     size += entry.raw.utf8.count
                 }
-                guard let json = try? JSONSerialization.data(withJSONObject: batch), let body = try? Gzip.compress(json) else { break }
-                var request = URLRequest(url: endpoint)
-                request.httpMethod = "POST"
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
-                if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-                request.httpBody = body
-                switch HTTPTransport.outcome(HTTPExchange.send(request, timeout: settings.requestTimeout)) {
+                guard let json = try? JSONSerialization.data(withJSONObject: batch),
+                      let outcome = postToCollector("api/logs", json: json) else { break }
+                switch outcome {
                 case .delivered:
                     offset += batch.count
                 case .rejected(let status, let message):
@@ -72,6 +65,21 @@ extension Uploader {
             if offset >= entries.count { unlink(path) }
         }
         return true
+    }
+
+    /// POSTs gzip'd JSON to the collector's `path` with the upload token; nil if it could not
+    /// be compressed. Seed 003's logs and the session beacons go this way.
+    func postToCollector(_ path: String, json: Data) -> DeliveryOutcome? {
+        guard let body = try? Gzip.compress(json) else { return nil }
+        var request = URLRequest(url: resolveEndpoint().url.appendingPathComponent(path))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
+        if let token = settings.token ?? getenv("CRASH_REPORTING_TOKEN").map({ String(cString: $0) }) {
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        }
+        request.httpBody = body
+        return HTTPTransport.outcome(HTTPExchange.send(request, timeout: settings.requestTimeout))
     }
 
     private func redactedURL(_ text: String, _ memo: RedactionMemo) -> String {

@@ -18,10 +18,10 @@ extension Uploader {
 
     var beaconsFolder: String { directory.path + "/beacons" }
 
-    /// Writes this launch's beacon, once.
+    /// Writes this launch's beacon, once: not again after it was sent (and its file deleted).
     func spoolBeacon() {
+        guard beaconSpooled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         let path = beaconsFolder + "/" + sessionID + ".json"
-        guard access(path, F_OK) != 0 else { return }
         mkdir(beaconsFolder, 0o755)
         let beacon: [String: Any] = [
             "session_id": sessionID,
@@ -83,18 +83,9 @@ extension Uploader {
             sessions.append(beacon)
             sent.append(path)
         }
-        guard !sessions.isEmpty,
-              let json = try? JSONSerialization.data(withJSONObject: ["sessions": sessions], options: [.sortedKeys]),
-              let body = try? Gzip.compress(json) else { return true }
-        var request = URLRequest(url: resolveEndpoint().url.appendingPathComponent("api/v1/sessions"))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
-        if let token = settings.token ?? getenv("CRASH_REPORTING_TOKEN").map({ String(cString: $0) }) {
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        }
-        request.httpBody = body
-        switch HTTPTransport.outcome(HTTPExchange.send(request, timeout: settings.requestTimeout)) {
+        guard !sessions.isEmpty, let json = try? JSONSerialization.data(withJSONObject: ["sessions": sessions], options: [.sortedKeys]),
+              let outcome = postToCollector("api/v1/sessions", json: json) else { return true }
+        switch outcome {
         case .delivered:
             for path in sent { unlink(path) }
             return true

@@ -17,6 +17,8 @@ final class Uploader: Sendable {
     let sessionID: String
     /// When this launch started (its session beacon's started_at).
     let startedAt = Date()
+    /// This launch's beacon was spooled (a later pass must not spool it again once sent).
+    let beaconSpooled = Atomic<Bool>(false)
 
     private struct Shared {
         var requested: UInt64 = 1   // the launch's own pass

@@ -449,6 +449,13 @@ struct UploadTests {
         // Launches in order: launch 1's beacon came with launch 2's, first.
         let starts = sessions.compactMap { ($0["started_at"] as? String).flatMap(formatter.date(from:)) }
         #expect(starts == starts.sorted())
+
+        // A launch with several passes (the start's, then a periodic checkpoint) sends its beacon
+        // once: a later pass does not spool it again after it was sent.
+        let long = try UploadScenario("beacons-long")
+        #expect(try uploadStatus(try long.run("periodic", eager.merging(["CRASH_FIXTURE_PERIODIC_MS": "300"]) { $1 }))["delivered"] == "1")
+        let longSessions = try long.state().sessions
+        #expect(longSessions.count == 1, "\(longSessions)")
     }
 
     @Test("session beacons wait for a batch of 20, or ride along with a crash's upload")
