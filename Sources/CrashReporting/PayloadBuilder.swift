@@ -77,7 +77,10 @@ struct PayloadBuilder {
         // matches, but names none of its frames: the server must finish that report).
         let used = Set(report.crashedThread.frames.compactMap(\.module))
         let usedImages = report.images.filter { used.contains($0.path) }
-        let payloadImages = report.images.map { DiagnosticsPayload.Image(path: $0.path, build_id: $0.buildID.hex, start: "", end: "", bias: "") }
+        let payloadImages = report.images.map {
+            DiagnosticsPayload.Image(path: $0.path, build_id: $0.buildID.hex, start: $0.start.description, end: $0.end.description,
+                                     bias: $0.bias.description)
+        }
         let appModules = Set(frames.filter { CrashGrouping.isInApp($0, images: payloadImages) }.compactMap(\.module))
         let symbolicated = !frames.isEmpty && usedImages.allSatisfy {
             switch $0.symbols {
@@ -111,10 +114,7 @@ struct PayloadBuilder {
             timestamp: Timestamp.iso8601(record.timestamp), exception_type: type, exception_message: message,
             stack_trace: frames.map(Self.line(of:)), thread_info: frames.isEmpty && kind != "crash" ? [] : [thread],
             report_id: record.id, kind: kind, symbolicated: symbolicated, is_partial: record.isPartial,
-            images: report.images.map {
-                .init(path: $0.path, build_id: $0.buildID.hex, start: $0.start.description, end: $0.end.description,
-                      bias: $0.bias.description)
-            },
+            images: payloadImages,
             signal: record.signal.map {
                 .init(number: Int($0.number), name: $0.name, code: Int($0.code), code_name: $0.codeName,
                       fault_address: $0.faultAddress.description)
