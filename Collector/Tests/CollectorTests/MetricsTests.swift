@@ -56,6 +56,24 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
         try await storeEvents(store, function: "main.c()", count: 50, at: now + minute)
     }
 
+    @Test func utcDayMatchesTheGregorianCalendar() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        // Every day from 1899 to 2101 (leap years, 1900 and 2000, dates before 1970), at 00:00
+        // and one second before midnight.
+        for day in stride(from: -25_567, through: 47_847, by: 1) {
+            for second in [0.0, 86_399.0] {
+                let date = Date(timeIntervalSince1970: Double(day) * 86_400 + second)
+                let parts = calendar.dateComponents([.year, .month, .day], from: date)
+                let expected = String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+                guard utcDay(date) == expected else {
+                    Issue.record("utcDay(\(date)) = \(utcDay(date)), not \(expected)")
+                    return
+                }
+            }
+        }
+    }
+
     @Test func topCrashesRankByEventsInTheWindow() async throws {
         try await Self.withStore { store in
             try await Self.scenario(store)
@@ -137,7 +155,7 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
             #expect(week.map { $0["events"] as? Int } == [12, 4, 1])
             let trend = try #require((day.first?["issue"] as? [String: Any])?["trend"] as? [[String: Any]])
             #expect(trend.count == 14)
-            #expect(trend.last?["day"] as? String == SQLiteStore.day(now))
+            #expect(trend.last?["day"] as? String == utcDay(now))
             #expect(trend.last?["events"] as? Int == 12)
             #expect(try await collector.read("/api/top-crashes?kind=non_fatal").json["last_7d"] as? [Any] != nil)
 
@@ -165,7 +183,7 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
                              "target &gt; 99.90%", "target &gt; 99.50%", "id=\"crash-free-table\"", "2.1.0 (com.example.crashdemo)",
                              "<section id=\"top-crashes\">", "By events, last 24 hours", "id=\"velocity-alerts\"",
                              "<a href=\"/issues/\(spike)\">main.spike()</a>", "badge spike", "<svg class=\"spark\"",
-                             "data-day=\"\(SQLiteStore.day(now))\" data-events=\"12\""] {
+                             "data-day=\"\(utcDay(now))\" data-events=\"12\""] {
                 #expect(home.text.contains(expected), "the issues page lacks \(expected)")
             }
             // Each day's point carries its numbers (the stored events' own session crashed too).

@@ -83,8 +83,8 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
     @Test func sessionsCountOnTheDayTheyStarted() async throws {
         try await TestCollector.with { collector in
             let now = Date()
-            let today = SQLiteStore.day(now)
-            let yesterday = SQLiteStore.day(now.addingTimeInterval(-86_400))
+            let today = utcDay(now)
+            let yesterday = utcDay(now.addingTimeInterval(-86_400))
             // Started yesterday, crashed today: counted yesterday whichever arrives first.
             #expect(try await collector.beacons(["sessions": [beacon("late-night", startedAt: now.addingTimeInterval(-86_400),
                                                                       user: "user-1")]]).status == 202)
@@ -169,7 +169,7 @@ extension SessionBeaconTests {
             #expect(answer.json["accepted"] as? Int == 3)
             let rows = try await collector.store.crashFree(days: 7, now: now)
             #expect(rows.map(\.sessions).reduce(0, +) == 2)
-            #expect(rows.first { $0.day == SQLiteStore.day(yesterday) }?.sessions == 1)
+            #expect(rows.first { $0.day == utcDay(yesterday) }?.sessions == 1)
 
             let thousand = (0..<1000).map { beacon("s-\($0)", startedAt: now, user: nil, device: "d-\($0 % 10)") }
             #expect(try await collector.beacons(["sessions": thousand], gzip: true).status == 202)

@@ -16,7 +16,7 @@ struct Dashboard: Sendable {
         let metrics = IssueMetrics(store: store, rule: rule)
         let issues = try await store.issues(IssueQuery(limit: 500))
         let allRates = try await store.crashFree(days: IssueMetrics.trendDays, now: now)
-        let rates = allRates.filter { $0.day >= SQLiteStore.day(now.addingTimeInterval(-6 * 86_400)) }.prefix(30)
+        let rates = allRates.filter { $0.day >= utcDay(now.addingTimeInterval(-6 * 86_400)) }.prefix(30)
         let trends = try await metrics.trends(now: now)
         let alerts = try await metrics.alerts(now: now)
         let alerting = Set(alerts.map(\.issue.id))

@@ -128,8 +128,7 @@ struct Ingest: Sendable {
     /// The payload as stored: one report per crash_reports entry, each with its issue.
     static func record(_ payload: DiagnosticsPayload, diagnosticsID: String, idempotencyKey: String?, answer: String,
                        receivedAt: Date) throws -> IngestRecord {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONEncoder.api
         let userID = payload.user_id.flatMap { $0.isEmpty ? nil : $0 }
         let reports = try payload.crash_reports.map { report in
             IngestRecord.Report(
@@ -145,7 +144,7 @@ struct Ingest: Sendable {
             payloadJSON: String(decoding: try encoder.encode(payload), as: UTF8.self), reports: reports,
             session: .init(sessionID: payload.test_run_id, appVersion: payload.app_metadata.app_version,
                            crashed: payload.crash_reports.contains { $0.kind == "crash" },
-                           day: SQLiteStore.day(sessionDate(payload, receivedAt: receivedAt))))
+                           day: utcDay(sessionDate(payload, receivedAt: receivedAt))))
     }
 
     /// When the session ran: its earliest report, else when the payload was collected; never in

@@ -1,7 +1,6 @@
 // From an upload body to a DiagnosticsPayload: seed 000's required fields checked with readable
-// messages (400 details), then the fields seed 000 makes optional (and the Linux extensions an iOS
-// sender never sends) filled with their empty values, because CrashReportModel's Decodable requires
-// every non-optional property while the JSON Schema does not.
+// messages (400 details), then the collector's own defaults (`normalise`), then the model's
+// Decodable, which fills seed 000's optional fields and the Linux extensions.
 import CrashReportModel
 import Foundation
 
@@ -100,19 +99,16 @@ enum PayloadDecoding {
         }
     }
 
-    /// Fills what seed 000 makes optional, and the Linux extensions, with their empty values.
+    /// The collector's own rules for what a sender left out. The model's Decodable already gives
+    /// seed 000's optional fields and the Linux extensions their empty values; these differ from
+    /// those on purpose: a report without an id gets one by position, one without `symbolicated`
+    /// is taken as symbolicated when some frame has a function name (an iOS sender symbolicates on
+    /// the device, or not at all), a missing stack_trace is empty, and whole numbers sent as
+    /// floats (124.0, a JavaScript sender) are integers.
     static func normalise(_ payload: inout [String: JSONValue]) {
-        for name in ["logs", "network_errors", "crash_reports", "screenshots"] where isAbsent(payload[name]) {
-            payload[name] = .array([])
-        }
-        for name in ["custom_data", "custom_keys"] where isAbsent(payload[name]) { payload[name] = .object([:]) }
         if case .object(var device)? = payload["device_metadata"] {
-            for (name, value) in [("cpu_model", JSONValue.string("")), ("cpu_count", .int(0)), ("hostname_hash", .string("")),
-                                  ("virtualization", .string("none"))] where isAbsent(device[name]) {
-                device[name] = value
-            }
-            // 124.0 (a JavaScript sender) is 124. A number past Int's range stays a Double, which
-            // the model's decoding then refuses (400): Int(_:) would trap and take the server down.
+            // A number past Int's range stays a Double, which the model's decoding then refuses
+            // (400): Int(_:) would trap and take the server down.
             for name in ["available_storage_mb", "total_memory_mb", "cpu_count"] {
                 if case .double(let number)? = device[name], let whole = Int(exactly: number.rounded(.towardZero)) {
                     device[name] = .int(whole)
@@ -130,12 +126,8 @@ enum PayloadDecoding {
         if isAbsent(report["report_id"]) {
             report["report_id"] = .string("report-\(index)")
         }
-        if isAbsent(report["kind"]) { report["kind"] = .string("crash") }
-        for name in ["stack_trace", "thread_info", "images"] where isAbsent(report[name]) { report[name] = .array([]) }
-        if isAbsent(report["is_partial"]) { report["is_partial"] = .bool(false) }
+        if isAbsent(report["stack_trace"]) { report["stack_trace"] = .array([]) }
         if isAbsent(report["symbolicated"]) {
-            // A sender without the extension symbolicated on the device (iOS) or not at all: say
-            // symbolicated when some frame has a function name.
             var named = false
             if case .array(let threads)? = report["thread_info"] {
                 for case .object(let thread) in threads {
@@ -145,11 +137,6 @@ enum PayloadDecoding {
                 }
             }
             report["symbolicated"] = .bool(named)
-        }
-        if case .object(var error)? = report["error"] {
-            if isAbsent(error["user_info"]) { error["user_info"] = .object([:]) }
-            if isAbsent(error["underlying"]) { error["underlying"] = .array([]) }
-            report["error"] = .object(error)
         }
         return .object(report)
     }

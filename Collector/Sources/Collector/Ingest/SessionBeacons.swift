@@ -82,7 +82,7 @@ extension Ingest {
             beacons.append(SessionBeacon(
                 sessionID: sessionID, bundleID: bundleID, appVersion: appVersion, buildNumber: buildNumber,
                 userKey: userKey(userID: userID, deviceIdentifier: device ?? ""),
-                day: SQLiteStore.day(plausible(started, receivedAt: receivedAt))))
+                day: utcDay(plausible(started, receivedAt: receivedAt))))
         }
         if !problems.isEmpty {
             throw ValidationFailure(message: problems[0], details: problems)

@@ -137,8 +137,7 @@ public final class ArrivalSymbolication: @unchecked Sendable {
     /// their crashes), rewrites those that changed and moves them to the issue of their new
     /// signature; an issue left empty goes. The upload's payload copy is left as it arrived.
     public func resymbolicate(_ store: any Store, batch: Int = 200) async throws -> Resymbolication {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONEncoder.api
         var result = Resymbolication()
         var after: Int64 = 0
         while true {

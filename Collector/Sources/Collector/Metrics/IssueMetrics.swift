@@ -65,7 +65,7 @@ struct IssueMetrics: Sendable {
     /// The UTC days of a trend ending with `now`'s: `trendDays` of them, oldest first.
     static func trendDays(endingAt now: Date) -> [String] {
         let today = (now.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400
-        return (0..<trendDays).reversed().map { SQLiteStore.day(Date(timeIntervalSince1970: today - Double($0) * 86_400)) }
+        return (0..<trendDays).reversed().map { utcDay(Date(timeIntervalSince1970: today - Double($0) * 86_400)) }
     }
 
     /// Events per UTC day over the last `trendDays` days (today's until `now`), oldest first, zeros

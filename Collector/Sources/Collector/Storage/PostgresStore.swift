@@ -288,6 +288,11 @@ public final class PostgresStore: Store {
                 WHERE id = \(replacement.id)
                 """, logger: logger)
             if let former {
+                // Lock the issue first, in a statement of its own: an ingest adding a report to it
+                // holds that lock until it commits, and the DELETE (a new statement, a new
+                // snapshot) then sees its report. In one statement, the NOT EXISTS would be
+                // re-checked against the old snapshot after the wait, and delete a live issue.
+                try await connection.query("SELECT id FROM issues WHERE id = \(former) FOR UPDATE", logger: logger)
                 try await connection.query("""
                     DELETE FROM issues WHERE id = \(former) AND NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = \(former))
                     """, logger: logger)
@@ -310,7 +315,7 @@ public final class PostgresStore: Store {
     }
 
     public func crashFree(days: Int, now: Date) async throws -> [CrashFreeRow] {
-        let since = SQLiteStore.day(now.addingTimeInterval(-Double(max(1, days) - 1) * 86_400))
+        let since = utcDay(now.addingTimeInterval(-Double(max(1, days) - 1) * 86_400))
         let rows = try await client.query("""
             SELECT bundle_id, app_version, day, COUNT(*), SUM(CASE WHEN crashed THEN 1 ELSE 0 END), COUNT(DISTINCT user_key),
                    COUNT(DISTINCT CASE WHEN crashed THEN user_key END)
@@ -365,7 +370,7 @@ public final class PostgresStore: Store {
             """, logger: logger)
         var result: [DailyEventCount] = []
         for try await (issue, day, count) in rows.decode((Int64, Int64, Int64).self) {
-            result.append(DailyEventCount(issueID: issue, day: SQLiteStore.day(Date(timeIntervalSince1970: Double(day) * 86_400)),
+            result.append(DailyEventCount(issueID: issue, day: utcDay(Date(timeIntervalSince1970: Double(day) * 86_400)),
                                           events: Int(count)))
         }
         return result

@@ -253,7 +253,7 @@ public actor SQLiteStore: Store {
     }
 
     public func crashFree(days: Int, now: Date) throws -> [CrashFreeRow] {
-        let since = Self.day(now.addingTimeInterval(-Double(max(1, days) - 1) * 86_400))
+        let since = utcDay(now.addingTimeInterval(-Double(max(1, days) - 1) * 86_400))
         return try db.query("""
             SELECT bundle_id, app_version, day, COUNT(*), SUM(crashed), COUNT(DISTINCT user_key),
                    COUNT(DISTINCT CASE WHEN crashed = 1 THEN user_key END)
@@ -300,7 +300,7 @@ public actor SQLiteStore: Store {
             WHERE received_at >= ?1 AND received_at < ?2 AND issue_id IS NOT NULL AND (?3 IS NULL OR issue_id = ?3)
             GROUP BY issue_id, received_at / 86400000 ORDER BY issue_id, 2
             """, [.integer(from.millisecondsSince1970), .integer(to.millisecondsSince1970), issueID.map(SQLValue.integer) ?? .null]) {
-            DailyEventCount(issueID: $0.int(0), day: Self.day(Date(timeIntervalSince1970: Double($0.int(1)) * 86_400)),
+            DailyEventCount(issueID: $0.int(0), day: utcDay(Date(timeIntervalSince1970: Double($0.int(1)) * 86_400)),
                             events: Int($0.int(2)))
         }
     }
@@ -314,13 +314,5 @@ public actor SQLiteStore: Store {
             let issues = try db.run("DELETE FROM issues WHERE NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = issues.id)")
             return PurgeCounts(uploads: uploads, apiLogs: logs, issues: issues)
         }
-    }
-
-    /// yyyy-MM-dd in UTC: sessions and crash-free rates are counted per UTC day.
-    static func day(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month, .day], from: date)
-        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
     }
 }

@@ -234,6 +234,27 @@ public struct PurgeCounts: Sendable, Equatable {
 extension Date {
     var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
     init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+}
+
+/// yyyy-MM-dd in UTC: sessions, crash-free rates and trends are counted per UTC day, in both
+/// stores. Plain arithmetic on days since 1970 (the civil-from-days algorithm): it runs once per
+/// row of a trend query, where a Calendar and String(format:) cost far more.
+func utcDay(_ date: Date) -> String {
+    let days = Int64((date.timeIntervalSince1970 / 86_400).rounded(.down)) + 719_468
+    let era = (days >= 0 ? days : days - 146_096) / 146_097
+    let dayOfEra = days - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let shiftedMonth = (5 * dayOfYear + 2) / 153
+    let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+    let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+    let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+    func padded(_ value: Int64, _ width: Int) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, width - text.count)) + text
+    }
+    return padded(year, 4) + "-" + padded(month, 2) + "-" + padded(day, 2)
 }
 
 /// A string as both stores keep it in a text column: U+0000 (JSON allows "\u0000" in any string of
