@@ -214,20 +214,31 @@ case .threadsContextThenCrash:
     // Main holds ring 1 of the 4 rings of their own. Wave 1: threads 0…3 run together, three
     // take rings 2…4 and one shares ring 0; they exit and give their rings back. Wave 2: threads
     // 4…7 take them over, one of them on ring 0 again.
+    // Each thread logs 4 chunks of 50; after each chunk the wave's threads meet at a barrier and
+    // sleep 6 ms, more than a tick of the coarse clock (4 ms): every chunk is in a later tick than
+    // the one before, so that the merge by timestamp has a defined answer however fast the appends
+    // run (within a tick, the merge orders by ring).
+    let barrier = UnsafeMutablePointer<pthread_barrier_t>.allocate(capacity: 1)
+    let barrierAddress = Int(bitPattern: barrier)   // an address is Sendable, a pointer is not
     for wave in [0..<4, 4..<8] {
+        pthread_barrier_init(barrier, nil, 4)
         let done = DispatchGroup()
         for thread in wave {
             done.enter()
             Thread.detachNewThread {
                 for index in 0..<200 {
                     CrashReporter.log("t\(thread) #\(index)")
-                    if index % 50 == 0 { usleep(1000) }   // spread over a few clock ticks
+                    if index % 50 == 49 {
+                        pthread_barrier_wait(UnsafeMutablePointer<pthread_barrier_t>(bitPattern: barrierAddress)!)
+                        usleep(6000)
+                    }
                 }
                 done.leave()
             }
         }
         done.wait()
-        usleep(10_000)   // waves more than a clock tick (4 ms) apart
+        pthread_barrier_destroy(barrier)
+        usleep(10_000)   // waves more than a clock tick apart; wave 1's threads have exited
     }
     CrashReporter.log("main last")
     level1(fixture)
