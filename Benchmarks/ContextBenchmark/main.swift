@@ -20,6 +20,46 @@ func residentParts() -> (anonymous: Int, file: Int, shared: Int) {
     return (kilobytes("RssAnon"), kilobytes("RssFile"), kilobytes("RssShmem"))
 }
 
+/// Resident bytes per mapped file ("[anonymous]" for the rest) in a copy of /proc/PID/smaps:
+/// which libraries' pages start() touches for the first time.
+func residentByMapping(_ smaps: String) -> [String: Int] {
+    let text = (try? String(contentsOfFile: smaps, encoding: .utf8)) ?? ""
+    var result: [String: Int] = [:]
+    var current = "[anonymous]"
+    for line in text.split(separator: "\n") {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard let first = fields.first else { continue }
+        if first.contains("-"), first.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+            current = fields.count >= 6 ? fields[5...].joined(separator: " ") : "[anonymous]"
+        } else if first == "Rss:", fields.count >= 2, let kilobytes = Int(fields[1]) {
+            result[current, default: 0] += kilobytes * 1024
+        }
+    }
+    return result
+}
+
+/// Copies this process's /proc/self/smaps to a file with /bin/cat, spawned: parsing it here would
+/// itself touch library pages and change what is measured. The arguments are made beforehand.
+struct SmapsCopy: @unchecked Sendable {   // used on the main thread only
+    let path: String
+    let argv: [UnsafeMutablePointer<CChar>?]
+    init(_ path: String) {
+        self.path = path
+        argv = [strdup("/bin/cat"), strdup("/proc/\(getpid())/smaps"), nil]
+    }
+    func take() {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var child = pid_t()
+        if posix_spawn(&child, argv[0]!, &actions, nil, argv, environ) == 0 {
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+        }
+        posix_spawn_file_actions_destroy(&actions)
+    }
+}
+
 func nanoseconds(_ body: () -> Void) -> Double {
     let start = ContinuousClock.now
     body()
@@ -85,11 +125,14 @@ if appWarm {
 }
 _ = residentBytes()
 _ = residentParts()
+let smapsBefore = SmapsCopy(directory + ".smaps-before"), smapsAfter = SmapsCopy(directory + ".smaps-after")
+smapsBefore.take()
 let before = residentBytes()
 let partsBefore = residentParts()
 try CrashReporter.start(.init(appID: "com.example.bench", reportsDirectory: directory))
 let afterStart = residentBytes()
 let partsAfterStart = residentParts()
+smapsAfter.take()
 // start() returns before its background work (recovery, the first upload pass) is over.
 _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(30))
 let afterBackground = residentBytes()
@@ -99,6 +142,11 @@ func memoryLines() {
                  appWarm ? " in a process that already used Foundation" : "",
                  Double(afterStart - before) / 1048576, Double(partsAfterStart.anonymous - partsBefore.anonymous) / 1048576,
                  Double(partsAfterStart.file - partsBefore.file) / 1048576, Double(partsAfterStart.shared - partsBefore.shared) / 1048576))
+    let mappingsBefore = residentByMapping(smapsBefore.path), mappingsAfterStart = residentByMapping(smapsAfter.path)
+    unlink(smapsBefore.path)
+    unlink(smapsAfter.path)
+    let added = mappingsAfterStart.map { ($0.key, $0.value - (mappingsBefore[$0.key] ?? 0)) }.filter { $0.1 >= 16384 }.sorted { $0.1 > $1.1 }
+    print("  by mapping: " + added.prefix(8).map { String(format: "%@ %.2f", ($0.0 as NSString).lastPathComponent, Double($0.1) / 1048576) }.joined(separator: ", ") + " MiB")
     print(String(format: "  and once start()'s background work is over: %.2f MiB: %.2f MiB anonymous, %.2f MiB file pages",
                  Double(afterBackground - before) / 1048576, Double(partsAfterBackground.anonymous - partsBefore.anonymous) / 1048576,
                  Double(partsAfterBackground.file - partsBefore.file) / 1048576))
