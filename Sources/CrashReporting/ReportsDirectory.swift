@@ -90,13 +90,17 @@ struct ReportsDirectory {
     }
 
     /// The record files (`*.crash`) of a folder, by name.
-    func records(in folder: String) -> [String] {
+    func records(in folder: String) -> [String] { files(in: folder, suffix: ".crash") }
+
+    /// The names in `folder` that end with `suffix`, in directory order (readdir: no
+    /// FileManager, whose first use pages in Foundation code that a quiet launch never needs).
+    func files(in folder: String, suffix: String) -> [String] {
         guard let directory = opendir(folder) else { return [] }
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasSuffix(".crash") { names.append(name) }
+            if name.hasSuffix(suffix) { names.append(name) }
         }
         return names
     }

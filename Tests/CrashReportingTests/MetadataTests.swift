@@ -15,6 +15,25 @@ struct MetadataTests {
         #expect(SHA256.hex(Array(input.utf8)) == digest)
     }
 
+    @Test("a file's text is read without surrounding white space; blank and missing files are nil")
+    func readTrimmed() throws {
+        let path = NSTemporaryDirectory() + "/metadata-read-\(getpid())"
+        defer { unlink(path) }
+        let long = String(repeating: "x", count: 9000)   // more than one 4 KiB read
+        for (content, expected) in [("  abc\n", "abc"), ("\t\n", nil), ("a b\r\n\n", "a b"), ("é ü\n", "é ü"), (long + "\n", long)] as [(String, String?)] {
+            try content.write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(HostMetadata.read(path) == expected)
+        }
+        #expect(HostMetadata.read(path + ".missing") == nil)
+    }
+
+    @Test("a beacon's JSON strings read back as written", arguments: ["plain", "quote \" and \\ backslash", "tab\tnew\nline\r", "\u{1}\u{1f} controls", "é ü 🚀", ""])
+    func beaconJSONStrings(_ text: String) throws {
+        let json = "{" + Uploader.jsonQuoted("k") + ":" + Uploader.jsonQuoted(text) + "}"
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String]
+        #expect(object == ["k": text], "\(json)")
+    }
+
     @Test("app metadata comes from the configuration")
     func appMetadata() throws {
         try SharedReporter.start()
