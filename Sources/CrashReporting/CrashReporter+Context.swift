@@ -198,6 +198,8 @@ extension CrashReporter {
         return out + "}"
     }
 
+    /// A JSON string literal: quotes, backslashes and control characters escaped (no
+    /// String(format:), which a quiet launch's beacon would otherwise be the first to use).
     static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
@@ -208,7 +210,8 @@ extension CrashReporter {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -26,12 +26,11 @@ extension Uploader {
         // Written by hand, with plain system calls: JSONSerialization and Data.write are the first
         // use of much Foundation code in a quiet launch (the benchmark saw the beacon page in
         // more of Foundation than everything else the first pass does).
-        let fields = [
-            ("session_id", sessionID), ("started_at", Timestamp.iso8601(startedAt)), ("bundle_id", app.bundle_id),
-            ("app_version", app.app_version), ("build_number", app.build_number),
-            ("device_identifier", HostMetadata.deviceIdentifier()),
-        ]
-        let json = "{" + fields.map { Self.jsonQuoted($0.0) + ":" + Self.jsonQuoted($0.1) }.joined(separator: ",") + "}"
+        let json = CrashReporter.compactJSON([
+            "session_id": sessionID, "started_at": Timestamp.iso8601(startedAt), "bundle_id": app.bundle_id,
+            "app_version": app.app_version, "build_number": app.build_number,
+            "device_identifier": HostMetadata.deviceIdentifier(),
+        ])
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -44,26 +43,6 @@ extension Uploader {
         // Bounded: a collector that never takes them must not fill the disk.
         let names = beaconNames()
         for name in names.prefix(max(0, names.count - Self.beaconLimit)) { unlink(beaconsFolder + "/" + name) }
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
-    static func jsonQuoted(_ text: String) -> String {
-        var quoted = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": quoted += "\\\""
-            case "\\": quoted += "\\\\"
-            case "\n": quoted += "\\n"
-            case "\r": quoted += "\\r"
-            case "\t": quoted += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                quoted += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                quoted.unicodeScalars.append(scalar)
-            }
-        }
-        return quoted + "\""
     }
 
     /// Spooled beacons, oldest first (by modification time, then name).

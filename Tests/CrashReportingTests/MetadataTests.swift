@@ -29,7 +29,7 @@ struct MetadataTests {
 
     @Test("a beacon's JSON strings read back as written", arguments: ["plain", "quote \" and \\ backslash", "tab\tnew\nline\r", "\u{1}\u{1f} controls", "é ü 🚀", ""])
     func beaconJSONStrings(_ text: String) throws {
-        let json = "{" + Uploader.jsonQuoted("k") + ":" + Uploader.jsonQuoted(text) + "}"
+        let json = CrashReporter.compactJSON(["k": text])
         let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String]
         #expect(object == ["k": text], "\(json)")
     }
