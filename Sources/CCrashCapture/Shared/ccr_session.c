@@ -242,7 +242,9 @@ static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t 
         } else {
             thread_choosing = 1;
             atomic_signal_fence(memory_order_seq_cst);
-            thread_ring = ring = choose_ring(s);
+            // Again: a handler that logged before the flag was set has chosen this thread's ring.
+            ring = thread_ring;
+            if (ring == NULL) thread_ring = ring = choose_ring(s);
             atomic_signal_fence(memory_order_seq_cst);
             thread_choosing = 0;
         }
