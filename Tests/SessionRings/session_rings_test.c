@@ -235,11 +235,13 @@ static void exact_texts(void) {
     CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
 }
 
-// 7. A session file of the previous layout (version 3, slots of 2072 bytes), as the previous
-//    release leaves it when the process is killed and the upgraded one starts: still read, its
-//    rings merged by time. An unknown version and a file cut short are refused, not read.
-static void put_v3_breadcrumb(char *file, int ring, uint64_t n, uint64_t time, const char *message) {
-    char *slot = file + offsetof(ccr_session_file, rings) + (size_t)ring * 1036096 + 64 + (size_t)(n % 500) * 2072;
+// 7. A session file laid out by hand at the offsets version 4 documents (rings of 1056064 bytes
+//    from offset 71744, slots of 2112 bytes, text at 24, tag at 2008), as a process killed before
+//    its next launch leaves it: read, its rings merged by time. Another version, a file cut
+//    short and a size field that disagrees with the file are refused, not read.
+enum { FILE_SIZE = 5352064, RINGS_AT = 71744, RING_SIZE = 1056064, SLOT_SIZE = 2112 };
+static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t time, const char *message) {
+    char *slot = file + RINGS_AT + (size_t)ring * RING_SIZE + 64 + (size_t)(n % 500) * SLOT_SIZE;
     uint64_t seq = 2 * n + 2;
     memcpy(slot, &seq, 8);
     memcpy(slot + 8, &time, 8);
@@ -252,7 +254,7 @@ static void put_v3_breadcrumb(char *file, int ring, uint64_t n, uint64_t time, c
     memcpy(slot + 24, message, message_length);
     memcpy(slot + 24 + 1984, "old", 3);
     uint64_t next = n + 1;
-    memcpy(file + offsetof(ccr_session_file, rings) + (size_t)ring * 1036096, &next, 8);
+    memcpy(file + RINGS_AT + (size_t)ring * RING_SIZE, &next, 8);
 }
 static int write_file(const char *path, const char *bytes, size_t size) {
     FILE *f = fopen(path, "w");
@@ -260,55 +262,57 @@ static int write_file(const char *path, const char *bytes, size_t size) {
     size_t written = fwrite(bytes, 1, size, f);
     return fclose(f) == 0 && written == size ? 0 : -1;
 }
-static void previous_layout(void) {
-    enum { V3_SIZE = 5252224 };
-    char *file = calloc(1, V3_SIZE);
-    ccr_session_file *h = (ccr_session_file *)(void *)file;   // the header: the same fields and offsets
+static void documented_layout(void) {
+    CHECK(sizeof(ccr_session_file) == FILE_SIZE && offsetof(ccr_session_file, rings) == RINGS_AT
+              && sizeof(ccr_breadcrumb_ring) == RING_SIZE && sizeof(ccr_breadcrumb_slot) == SLOT_SIZE,
+          "layout: the file's layout changed without a new version (%zu bytes)", sizeof(ccr_session_file));
+    char *file = calloc(1, FILE_SIZE);
+    ccr_session_file *h = (ccr_session_file *)(void *)file;   // the header fields
     h->magic = CCR_SESSION_MAGIC;
-    h->version = 3;
-    h->size = V3_SIZE;
+    h->version = 4;
+    h->size = FILE_SIZE;
     h->breadcrumb_capacity = 500;
     h->breadcrumb_rings = 5;
     h->pid = 12345;
     atomic_store(&h->state, CCR_SESSION_RUNNING);
-    strcpy(h->session_id, "v3-session");
-    put_v3_breadcrumb(file, 2, 0, 1000, "v3 first, ring 2");
-    put_v3_breadcrumb(file, 0, 0, 2000, "v3 second, ring 0");
-    put_v3_breadcrumb(file, 2, 1, 3000, "v3 third, ring 2");
+    strcpy(h->session_id, "by-hand");
+    put_breadcrumb(file, 2, 0, 1000, "first, ring 2");
+    put_breadcrumb(file, 0, 0, 2000, "second, ring 0");
+    put_breadcrumb(file, 2, 1, 3000, "third, ring 2");
     char path[700];
-    snprintf(path, sizeof path, "%s/v3.session", directory);
-    CHECK(write_file(path, file, V3_SIZE) == 0, "v3: cannot write %s", path);
+    snprintf(path, sizeof path, "%s/by-hand.session", directory);
+    CHECK(write_file(path, file, FILE_SIZE) == 0, "layout: cannot write %s", path);
     ccr_session_info info;
     int status = ccr_session_inspect(path, &info);
     CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 3
-              && strcmp(info.session_id, "v3-session") == 0,
-          "v3: inspect %d, state %d, pid %d, %llu written, id %s", status, info.state, info.pid,
+              && strcmp(info.session_id, "by-hand") == 0,
+          "layout: inspect %d, state %d, pid %d, %llu written, id %s", status, info.state, info.pid,
           (unsigned long long)info.breadcrumbs_written, info.session_id);
     FILE *out = tmpfile();
     status = ccr_session_export(path, fileno(out));
-    CHECK(status == 0, "v3: export status %d", status);
+    CHECK(status == 0, "layout: export status %d", status);
     rewind(out);
     char line[4096];
-    const char *expected[] = {"v3 first, ring 2", "v3 second, ring 0", "v3 third, ring 2"};
+    const char *expected[] = {"first, ring 2", "second, ring 0", "third, ring 2"};
     int seen = 0;
     while (fgets(line, sizeof line, out)) {
         if (!strstr(line, "\"type\":\"breadcrumb\"")) continue;
         char wanted[128];
         snprintf(wanted, sizeof wanted, "\"level\":\"warning\",\"kind\":\"screen\",\"tag\":\"old\",\"message\":\"%s\"}",
                  seen < 3 ? expected[seen] : "?");
-        CHECK(strstr(line, wanted) != NULL, "v3: breadcrumb %d is %s", seen, line);
+        CHECK(strstr(line, wanted) != NULL, "layout: breadcrumb %d is %s", seen, line);
         seen++;
     }
     fclose(out);
-    CHECK(seen == 3, "v3: %d of 3 breadcrumbs exported", seen);
+    CHECK(seen == 3, "layout: %d of 3 breadcrumbs exported", seen);
 
-    h->version = 2;   // no reader for it
-    CHECK(write_file(path, file, V3_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "v3: version 2 not refused");
-    h->version = 3;   // cut short: the last ring missing
-    CHECK(write_file(path, file, V3_SIZE - 1036096) == 0 && ccr_session_inspect(path, &info) == -2
-              && ccr_session_export(path, fileno(stdout)) == -2, "v3: a file cut short not refused");
-    h->version = CCR_SESSION_VERSION;   // this version's number on the previous layout's size
-    CHECK(write_file(path, file, V3_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "v3: a version 4 header with version 3's size not refused");
+    h->version = 3;   // never released: no reader for it
+    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 3 not refused");
+    h->version = 4;   // cut short: the last ring missing
+    CHECK(write_file(path, file, FILE_SIZE - RING_SIZE) == 0 && ccr_session_inspect(path, &info) == -2
+              && ccr_session_export(path, fileno(stdout)) == -2, "layout: a file cut short not refused");
+    h->size = FILE_SIZE - 100000;   // the header's size disagrees with this version's
+    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: a wrong size field not refused");
     unlink(path);
     free(file);
 }
@@ -322,7 +326,7 @@ int main(int argc, char **argv) {
     export_while_writing();
     signal_during_append();           // the main thread claims a ring here
     exact_texts();                    // after: the last 500 of the main thread's ring
-    previous_layout();
+    documented_layout();
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }

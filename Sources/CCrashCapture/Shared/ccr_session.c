@@ -356,60 +356,29 @@ int ccr_custom_key_count(void) {
 static const char *level_names[] = {"debug", "info", "warning", "error", "fatal"};
 static const char *kind_names[] = {"log", "screen", "action", "error", "network"};
 
-/// Where a session file's rings and slots are: this version's layout, or the previous one's
-/// (version 3: the same header, keys and slot fields, slots of 2072 bytes).
-typedef struct session_layout {
-    size_t file_size;
-    size_t ring_size;
-    size_t slot_size;
-} session_layout;
-
-typedef struct ring_v3 {
-    _Alignas(64) _Atomic uint64_t next;
-    _Atomic uint32_t owner;
-    uint32_t reserved;
-    _Alignas(64) char slots[CCR_BREADCRUMB_CAPACITY][2072];
-} ring_v3;
-_Static_assert(offsetof(ccr_breadcrumb_ring, slots) == offsetof(ring_v3, slots), "rings' headers are alike");
-_Static_assert(offsetof(ccr_breadcrumb_slot, tag) + CCR_BREADCRUMB_TAG_MAX <= 2072, "slot fields are alike");
-
-_Static_assert(offsetof(ccr_session_file, rings) + CCR_BREADCRUMB_RINGS * sizeof(ring_v3) == 5252224,
-               "version 3's header and keys are this version's (its files were 5252224 bytes)");
-
-static const session_layout layout_current = {sizeof(ccr_session_file), sizeof(ccr_breadcrumb_ring), sizeof(ccr_breadcrumb_slot)};
-static const session_layout layout_v3 = {offsetof(ccr_session_file, rings) + CCR_BREADCRUMB_RINGS * sizeof(ring_v3), sizeof(ring_v3), 2072};
-
-static const ccr_breadcrumb_ring *layout_ring(const ccr_session_file *s, const session_layout *l, int r) {
-    return (const ccr_breadcrumb_ring *)(const void *)((const char *)s + offsetof(ccr_session_file, rings) + (size_t)r * l->ring_size);
-}
-
-static const ccr_breadcrumb_slot *layout_slot(const ccr_breadcrumb_ring *ring, const session_layout *l, uint64_t n) {
-    return (const ccr_breadcrumb_slot *)(const void *)((const char *)ring + offsetof(ccr_breadcrumb_ring, slots)
-                                                       + (size_t)(n % CCR_BREADCRUMB_CAPACITY) * l->slot_size);
-}
-
 /// Whether slot n of `ring` holds breadcrumb n, completely written (not torn, not overwritten).
-static int breadcrumb_complete(const ccr_breadcrumb_ring *ring, const session_layout *l, uint64_t n) {
-    return atomic_load_explicit(&layout_slot(ring, l, n)->seq, memory_order_acquire) == 2 * n + 2;
+static int breadcrumb_complete(const ccr_breadcrumb_ring *ring, uint64_t n) {
+    return atomic_load_explicit(&ring->slots[n % CCR_BREADCRUMB_CAPACITY].seq, memory_order_acquire) == 2 * n + 2;
 }
 
 /// Maps the session file open at `fd` read-only if it is one this code reads: NULL otherwise
-/// (another format, an unknown version, or cut short: a shorter file would fault past its end).
-static const ccr_session_file *map_session(int fd, const session_layout **layout) {
+/// (another format, another version, or cut short: a shorter file would fault past its end).
+/// Versions 2 and 3 were never released; a file of version 1 (the last released) is refused and
+/// kept aside by the caller.
+static const ccr_session_file *map_session(int fd) {
     uint32_t head[2];
     struct stat st;
-    if (pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head || head[0] != CCR_SESSION_MAGIC || fstat(fd, &st) != 0) return NULL;
-    const session_layout *l = head[1] == CCR_SESSION_VERSION ? &layout_current
-                              : head[1] == CCR_SESSION_VERSION_PREVIOUS ? &layout_v3 : NULL;
-    if (l == NULL || (size_t)st.st_size < l->file_size) return NULL;
-    const ccr_session_file *s = mmap(NULL, l->file_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (s == MAP_FAILED) return NULL;
-    if (s->magic != CCR_SESSION_MAGIC || s->size != l->file_size || s->breadcrumb_rings != CCR_BREADCRUMB_RINGS
-        || s->breadcrumb_capacity != CCR_BREADCRUMB_CAPACITY) {
-        munmap((void *)s, l->file_size);
+    if (pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head || head[0] != CCR_SESSION_MAGIC
+        || head[1] != CCR_SESSION_VERSION || fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(ccr_session_file)) {
         return NULL;
     }
-    *layout = l;
+    const ccr_session_file *s = mmap(NULL, sizeof(ccr_session_file), PROT_READ, MAP_SHARED, fd, 0);
+    if (s == MAP_FAILED) return NULL;
+    if (s->magic != CCR_SESSION_MAGIC || s->size != sizeof(ccr_session_file) || s->breadcrumb_rings != CCR_BREADCRUMB_RINGS
+        || s->breadcrumb_capacity != CCR_BREADCRUMB_CAPACITY) {
+        munmap((void *)s, sizeof(ccr_session_file));
+        return NULL;
+    }
     return s;
 }
 
@@ -422,20 +391,17 @@ int ccr_session_inspect(const char *path, ccr_session_info *info) {
         close(fd);
         return 0;
     }
-    const session_layout *l = NULL;
-    const ccr_session_file *s = map_session(fd, &l);
+    const ccr_session_file *s = map_session(fd);
     close(fd);
     if (s == NULL) return -2;
     info->state = (int)atomic_load(&s->state);
     info->pid = s->pid;
     info->started_ns = s->started_ns;
-    for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
-        info->breadcrumbs_written += atomic_load_explicit(&layout_ring(s, l, r)->next, memory_order_acquire);
-    }
+    info->breadcrumbs_written = ccr_session_breadcrumbs_written(s);
     memcpy(info->session_id, s->session_id, sizeof info->session_id - 1);
     memcpy(info->app_id, s->app_id, sizeof info->app_id - 1);
     memcpy(info->app_version, s->app_version, sizeof info->app_version - 1);
-    munmap((void *)s, l->file_size);
+    munmap((void *)s, sizeof(ccr_session_file));
     return 0;
 }
 
@@ -443,14 +409,13 @@ int ccr_session_inspect(const char *path, ccr_session_info *info) {
 int ccr_session_export(const char *path, int out_fd) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    const session_layout *l = NULL;
-    const ccr_session_file *s = map_session(fd, &l);
+    const ccr_session_file *s = map_session(fd);
     close(fd);
     if (s == NULL) return -2;
     // Per call, not static: app threads export concurrently (non-fatal errors, snapshots).
     char *buffer = malloc(65536);
     if (buffer == NULL) {
-        munmap((void *)s, l->file_size);
+        munmap((void *)s, sizeof(ccr_session_file));
         return -1;
     }
     ccr_writer w;
@@ -493,7 +458,7 @@ int ccr_session_export(const char *path, int out_fd) {
     // each ring's share starts, a forward merge writes them oldest first.
     uint64_t end[CCR_BREADCRUMB_RINGS], start[CCR_BREADCRUMB_RINGS], total = 0;
     for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
-        end[r] = atomic_load_explicit(&layout_ring(s, l, r)->next, memory_order_acquire);
+        end[r] = atomic_load_explicit(&s->rings[r].next, memory_order_acquire);
         start[r] = end[r];
         total += end[r];
     }
@@ -503,9 +468,9 @@ int ccr_session_export(const char *path, int out_fd) {
         uint64_t best_time = 0;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
             uint64_t floor = end[r] > CCR_BREADCRUMB_CAPACITY ? end[r] - CCR_BREADCRUMB_CAPACITY : 0;
-            while (start[r] > floor && !breadcrumb_complete(layout_ring(s, l, r), l, start[r] - 1)) start[r]--;
+            while (start[r] > floor && !breadcrumb_complete(&s->rings[r], start[r] - 1)) start[r]--;
             if (start[r] == floor) continue;
-            uint64_t time = layout_slot(layout_ring(s, l, r), l, start[r] - 1)->timestamp_ns;
+            uint64_t time = s->rings[r].slots[(start[r] - 1) % CCR_BREADCRUMB_CAPACITY].timestamp_ns;
             if (best < 0 || time >= best_time) {
                 best = r;
                 best_time = time;
@@ -521,9 +486,9 @@ int ccr_session_export(const char *path, int out_fd) {
         int best = -1;
         uint64_t best_time = 0;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
-            while (start[r] < end[r] && !breadcrumb_complete(layout_ring(s, l, r), l, start[r])) start[r]++;
+            while (start[r] < end[r] && !breadcrumb_complete(&s->rings[r], start[r])) start[r]++;
             if (start[r] == end[r]) continue;
-            uint64_t time = layout_slot(layout_ring(s, l, r), l, start[r])->timestamp_ns;
+            uint64_t time = s->rings[r].slots[start[r] % CCR_BREADCRUMB_CAPACITY].timestamp_ns;
             if (best < 0 || time < best_time) {
                 best = r;
                 best_time = time;
@@ -533,10 +498,10 @@ int ccr_session_export(const char *path, int out_fd) {
         // A live session's owner may be overwriting this slot right now (snapshots and
         // non-fatal records read the running process's file): copy it, then check that its
         // sequence number did not move, as a seqlock reader does.
-        const ccr_breadcrumb_slot *live = layout_slot(layout_ring(s, l, best), l, start[best]);
+        const ccr_breadcrumb_slot *live = &s->rings[best].slots[start[best] % CCR_BREADCRUMB_CAPACITY];
         uint64_t expected_seq = 2 * start[best] + 2;
         start[best]++;
-        // The fields after seq up to the tag's end: the same in both layouts, inside either's slot.
+        // The fields after seq, up to the tag's end (not the padding).
         const size_t fields = offsetof(ccr_breadcrumb_slot, timestamp_ns);
         memcpy((char *)slot_copy + fields, (const char *)live + fields, offsetof(ccr_breadcrumb_slot, tag) + CCR_BREADCRUMB_TAG_MAX - fields);
         atomic_thread_fence(memory_order_acquire);
@@ -566,6 +531,6 @@ int ccr_session_export(const char *path, int out_fd) {
     ccr_writer_flush(&w);
     free(slot_copy);
     free(buffer);
-    munmap((void *)s, l->file_size);
+    munmap((void *)s, sizeof(ccr_session_file));
     return w.failed ? -1 : 0;
 }

@@ -12,9 +12,6 @@
 
 #define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
 #define CCR_SESSION_VERSION 4
-/// Readers also take the previous layout (version 3: slots of 2072 bytes), so that a session left
-/// by the previous release of the library is still reported after an upgrade.
-#define CCR_SESSION_VERSION_PREVIOUS 3
 #define CCR_BREADCRUMB_CAPACITY 500
 /// Breadcrumb rings: ring 0 is shared (a fetch_add per append); rings 1… are each owned by one
 /// thread at a time, the first threads to log, which append with plain stores and no shared cache
