@@ -80,8 +80,9 @@ extension ISO8601DateFormatter {
 }
 
 /// The whole file, with open/read: Data(contentsOf:) goes through URL and file-attribute
-/// machinery whose first use cost crashtool ~1 % of a short run.
-func readFile(_ path: String) throws -> Data {
+/// machinery whose first use cost crashtool ~1 % of a short run. Also the runtime's reader of
+/// small host files (/etc/machine-id, /etc/os-release).
+public func readFile(_ path: String) throws -> Data {
     func failure() -> CrashRecordError {
         CrashRecordError(source: path, line: 0, reason: "cannot read: \(String(cString: strerror(errno)))")
     }

@@ -64,22 +64,12 @@ extension HostMetadata {
     }
 
     /// The file's text without leading and trailing white space; nil if unreadable or blank.
-    /// Plain system calls: the first pass of a quiet launch reads /etc/machine-id here, and
-    /// String(contentsOfFile:) with trimmingCharacters would be its first use of that Foundation code.
+    /// With open/read (CrashReportModel's readFile): the first pass of a quiet launch reads
+    /// /etc/machine-id here, and String(contentsOfFile:) with trimmingCharacters would be its
+    /// first use of that Foundation code.
     static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { return nil }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-        }
-        let text = String(decoding: bytes, as: UTF8.self)
+        guard let data = try? readFile(path) else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
         let trimmed = text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
         return trimmed.isEmpty ? nil : String(trimmed)
     }

@@ -23,9 +23,9 @@ extension Uploader {
         guard beaconSpooled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         let path = beaconsFolder + "/" + sessionID + ".json"
         mkdir(beaconsFolder, 0o755)
-        // Written by hand, with plain system calls: JSONSerialization and Data.write are the first
-        // use of much Foundation code in a quiet launch (the benchmark saw the beacon page in
-        // more of Foundation than everything else the first pass does).
+        // compactJSON and plain system calls: JSONSerialization and Data.write were the first use
+        // of much Foundation code in a quiet launch (the benchmark saw the beacon page in more of
+        // Foundation than everything else the first pass does).
         let json = CrashReporter.compactJSON([
             "session_id": sessionID, "started_at": Timestamp.iso8601(startedAt), "bundle_id": app.bundle_id,
             "app_version": app.app_version, "build_number": app.build_number,
