@@ -45,6 +45,18 @@ nonisolated(unsafe) var reportsDirectory = ""
 @inline(never) func level4(_ fixture: Fixture) { level5(fixture); sink &+= 4 }
 @inline(never) func level5(_ fixture: Fixture) { crash(fixture); sink &+= 5 }
 
+/// Returns once CLOCK_REALTIME_COARSE (the breadcrumbs' clock) reads later than it did on entry:
+/// everything logged before the call has an earlier timestamp than anything logged after it.
+func waitForCoarseClockTick() {
+    func now() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &time)
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
+    }
+    let entry = now()
+    while now() <= entry { usleep(500) }
+}
+
 // MARK: - The faults
 
 @inline(never) func crash(_ fixture: Fixture) {
@@ -215,9 +227,11 @@ case .threadsContextThenCrash:
     // take rings 2…4 and one shares ring 0; they exit and give their rings back. Wave 2: threads
     // 4…7 take them over, one of them on ring 0 again.
     // Each thread logs 4 chunks of 50; after each chunk the wave's threads meet at a barrier and
-    // sleep 6 ms, more than a tick of the coarse clock (4 ms): every chunk is in a later tick than
-    // the one before, so that the merge by timestamp has a defined answer however fast the appends
-    // run (within a tick, the merge orders by ring).
+    // wait until the breadcrumbs' coarse clock has ticked: every chunk is in a later tick than the
+    // one before, however fast the appends run and however the machine schedules the threads (a
+    // fixed sleep against the 4 ms tick was decided by the machine's load). Within a chunk the
+    // merge by timestamp, then ring, depends on where the ticks fell; the test asserts only what
+    // the chunks guarantee.
     let barrier = UnsafeMutablePointer<pthread_barrier_t>.allocate(capacity: 1)
     let barrierAddress = Int(bitPattern: barrier)   // an address is Sendable, a pointer is not
     for wave in [0..<4, 4..<8] {
@@ -230,7 +244,7 @@ case .threadsContextThenCrash:
                     CrashReporter.log("t\(thread) #\(index)")
                     if index % 50 == 49 {
                         pthread_barrier_wait(UnsafeMutablePointer<pthread_barrier_t>(bitPattern: barrierAddress)!)
-                        usleep(6000)
+                        waitForCoarseClockTick()
                     }
                 }
                 done.leave()
@@ -238,7 +252,7 @@ case .threadsContextThenCrash:
         }
         done.wait()
         pthread_barrier_destroy(barrier)
-        usleep(10_000)   // waves more than a clock tick apart; wave 1's threads have exited
+        waitForCoarseClockTick()   // waves a clock tick apart; wave 1's threads have exited
     }
     CrashReporter.log("main last")
     level1(fixture)

@@ -20,11 +20,15 @@ public final class SymbolCache {
     private var opened: [String: Entry] = [:]
     private var missing: [String: (failure: DebugFileLocator.Failure, since: ContinuousClock.Instant)] = [:]
     private var useCounter: UInt64 = 0
+    /// The clock misses are timed by: the continuous clock, or a test's own.
+    private let now: () -> ContinuousClock.Instant
 
-    public init(locator: DebugFileLocator, capacity: Int = 32, retryMissesAfter: Duration = .seconds(60)) {
+    public init(locator: DebugFileLocator, capacity: Int = 32, retryMissesAfter: Duration = .seconds(60),
+                now: @escaping () -> ContinuousClock.Instant = { .now }) {
         self.locator = locator
         self.capacity = max(1, capacity)
         self.retryMissesAfter = retryMissesAfter
+        self.now = now
     }
 
     /// Debug files opened so far and still held; for tests and logs.
@@ -50,18 +54,18 @@ public final class SymbolCache {
             opened[key] = entry
             return .success(entry.symbols)
         }
-        if let miss = missing[key], ContinuousClock.now - miss.since < retryMissesAfter {
+        if let miss = missing[key], now() - miss.since < retryMissesAfter {
             return .failure(miss.failure)
         }
         if missing.count >= 4096 { missing.removeAll() }   // random build-ids from a client: bounded too
         let found: ModuleSymbols
         switch locator.locate(buildID: buildID, path: path) {
         case .failure(let failure):
-            missing[key] = (failure, .now)
+            missing[key] = (failure, now())
             return .failure(failure)
         case .success(let location):
             guard let symbols = ModuleSymbols(path: location.path, debugSearchPath: locator.debugSearchPath) else {
-                missing[key] = (.notFound, .now)
+                missing[key] = (.notFound, now())
                 return .failure(.notFound)
             }
             found = symbols

@@ -90,9 +90,10 @@ struct ContextTests {
             #expect(numbers == Array((200 - numbers.count)..<200), "thread \(thread): \(numbers)")
         }
         #expect(perThread.values.map(\.count).reduce(0, +) == 499)
-        // Chunks of 50 a tick apart: the last 499 are wave 2's last two chunks (100 per thread)
-        // and 99 of the chunk before, taken from the rings that win a tie (higher ring first).
-        #expect(perThread.values.map(\.count).sorted() == [100, 100, 149, 150], "\(perThread.mapValues(\.count))")
+        // Chunks of 50 a clock tick apart: the last 499 are wave 2's last two chunks (100 per
+        // thread) and 99 of the chunk before. Which 99 depends on where the clock ticked within
+        // that chunk (and, within a tick, on the rings), so only the bounds are the design's.
+        #expect(perThread.values.allSatisfy { (100...150).contains($0.count) }, "\(perThread.mapValues(\.count))")
         // Both kinds of ring took part: ring 0 (shared) and rings of their own, handed over by
         // wave 1's threads at their exit.
         let rings = Set(crumbs.compactMap(\.ring))

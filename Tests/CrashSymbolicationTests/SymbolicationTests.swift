@@ -61,8 +61,28 @@ func decodeReport(_ json: String) throws -> CrashReport {
 func copyOfFixture(_ configuration: BuildConfiguration, into folder: URL) throws -> URL {
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let copy = folder.appendingPathComponent("CrashFixture")
-    try FileManager.default.copyItem(at: configuration.fixtureURL, to: copy)
+    try copyExecutable(configuration.fixtureURL, to: copy)
     return copy
+}
+
+/// Copies an executable with cp(1), in a process of its own. Written by this process, the copy's
+/// descriptor would be inherited by any fixture another test spawns meanwhile, and exec'ing the
+/// copy then fails with ETXTBSY ("Text file busy") for as long as that fixture runs; once cp has
+/// exited, nobody holds the file open for writing.
+func copyExecutable(_ source: URL, to destination: URL) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/cp")
+    process.arguments = [source.path, destination.path]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: destination.path])
+    }
+}
+
+/// A clock that moves only when a test moves it.
+final class ManualClock {
+    var now = ContinuousClock.now
 }
 
 func levelFrames(_ report: CrashReport) -> [CrashReport.Frame] {
@@ -182,10 +202,12 @@ struct SymbolicationTests {
             .map { module.fileAddress(of: $0.lookupAddress).value }
         let store = folder.appendingPathComponent("store")
         try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        // The cache's clock is the test's: moved on by hand, not by the time split-debug takes.
+        let clock = ManualClock()
         let cache = SymbolCache(
             locator: DebugFileLocator(options: .init(debugDirectories: [store.path], useSystemDebugDirectory: false,
                                                      useDebuginfod: false, useRecordedPath: false)),
-            capacity: 1, retryMissesAfter: .milliseconds(400))
+            capacity: 1, retryMissesAfter: .seconds(60), now: { clock.now })
         func levels(_ buildID: BuildID, _ path: String, _ addresses: [UInt64]) -> [String] {
             addresses.flatMap { (try? cache.lookup(buildID: buildID, path: path, fileAddress: $0).get()) ?? [] }
                 .map { Demangler.demangle($0.symbol) }.filter { $0.hasPrefix("CrashFixture.level") }
@@ -195,7 +217,9 @@ struct SymbolicationTests {
         #expect(cache.lookup(buildID: module.buildID, path: binary.path, fileAddress: addresses[0]) == .failure(.notFound))
         #expect(try crashtool(["split-debug", binary.path, "--store", store.path]).0 == 0)
         #expect(levels(module.buildID, binary.path, addresses).isEmpty, "the miss is remembered for a while")
-        usleep(500_000)
+        clock.now += .seconds(59)
+        #expect(levels(module.buildID, binary.path, addresses).isEmpty, "still remembered just before its period ends")
+        clock.now += .seconds(1)
         #expect(levels(module.buildID, binary.path, addresses).count == 5, "symbols that came later are found")
         #expect(cache.openCount == 1)
 
@@ -222,7 +246,7 @@ struct SymbolicationTests {
         let binary = try copyOfFixture(.release, into: folder)
         let (record, run) = try crashRecord("null-pointer-write", .release, binary: binary)
         try FileManager.default.removeItem(at: binary)
-        try FileManager.default.copyItem(at: BuildConfiguration.debug.fixtureURL, to: binary)   // "rebuilt"
+        try copyExecutable(BuildConfiguration.debug.fixtureURL, to: binary)   // "rebuilt"
 
         let report = Symbolicator(locator: DebugFileLocator(options: .init(useSystemDebugDirectory: false, useDebuginfod: false)))
             .symbolicate(record)
