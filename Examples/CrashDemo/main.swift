@@ -1,7 +1,11 @@
-// CrashDemo: a small "order service" that links CrashReporting. Run it once and it crashes on a
-// nil it did not expect; run it again and it finds the record its previous run left, shows it, and
+// CrashDemo: a small "order service" that links CrashReporting. Run it and it crashes on a nil it
+// did not expect; run it again and it finds the record its previous run left, shows it, and
 // delivers the report (symbolicated, redacted) to the collector named by CRASH_REPORTING_ENDPOINT.
-// Usage: CrashDemo <reports-directory>
+// Usage: CrashDemo <reports-directory> [checkout | pagination | refund-error]
+//   checkout      crashes on a force-unwrapped nil (the default when nothing is pending)
+//   pagination    crashes on an index out of range, in another function: another issue
+//   refund-error  records a non-fatal error and sends it before exiting
+// With no mode and a record pending, it delivers what the previous run left.
 import CrashReportModel
 import CrashReporting
 import Foundation
@@ -23,7 +27,17 @@ struct Order {
     orders.reduce(0) { $0 + price($1) }
 }
 
+@inline(never) func pageItems(_ orders: [Order], page: Int, perPage: Int) -> [Int] {
+    (0..<perPage).map { orders[page * perPage + $0].id }   // the bug: the last page is short
+}
+
+struct RefundError: Error, CustomStringConvertible {
+    var orderID: Int
+    var description: String { "refund of order \(orderID) declined by the payment provider" }
+}
+
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "/tmp/crash-demo"
+let mode = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : nil
 let pending = URL(fileURLWithPath: directory).appendingPathComponent("pending")
 let records = ((try? FileManager.default.contentsOfDirectory(at: pending, includingPropertiesForKeys: nil)) ?? [])
     .filter { $0.pathExtension == "crash" }
@@ -35,15 +49,32 @@ let previous = records.compactMap { try? CrashRecord(contentsOf: $0) }
 try CrashReporter.start(.init(appID: "com.example.crash-demo", reportsDirectory: directory, appVersion: "1.0.0",
                               buildNumber: "7", environment: "staging"))
 
-if previous.isEmpty {
+let orders = [Order(id: 1, coupon: "SPRING"), Order(id: 2, coupon: nil), Order(id: 3, coupon: "AUTUMN")]
+if mode != nil || previous.isEmpty {
     CrashReporter.setUserID("customer-1842@example.com")   // an email: redacted before upload
     CrashReporter.setCustomValue("eu-west-1", forKey: "region")
-    CrashReporter.setCustomValue(2, forKey: "orders_in_batch")
-    CrashReporter.logScreenView("checkout")
-    CrashReporter.log("loaded 2 orders from the queue for 203.0.113.7", level: .info, tag: "queue")
-    CrashReporter.logAction("apply_discounts", parameters: ["batch": "7"])
-    print("CrashDemo: processing orders (the last one has no coupon)...")
-    print("total:", process([Order(id: 1, coupon: "SPRING"), Order(id: 2, coupon: nil)]))
+    CrashReporter.setCustomValue(orders.count, forKey: "orders_in_batch")
+    CrashReporter.log("loaded \(orders.count) orders from the queue for 203.0.113.7", level: .info, tag: "queue")
+    switch mode ?? "checkout" {
+    case "pagination":
+        CrashReporter.logScreenView("orders")
+        CrashReporter.logAction("show_page", parameters: ["page": "1"])
+        print("CrashDemo: listing page 2 of the orders, 2 per page (there are 3)...")
+        fflush(nil)   // out before the crash
+        print("page:", pageItems(orders, page: 1, perPage: 2))
+    case "refund-error":
+        CrashReporter.logScreenView("refunds")
+        print("CrashDemo: refunding order 3; the provider declines, recorded as a non-fatal error")
+        _ = try CrashReporter.record(error: RefundError(orderID: 3))
+        _ = CrashReporter.shutdown(timeout: .seconds(20))
+        print("CrashDemo: delivered \(CrashReporter.uploadStatus.delivered) report(s)")
+    default:
+        CrashReporter.logScreenView("checkout")
+        CrashReporter.logAction("apply_discounts", parameters: ["batch": "7"])
+        print("CrashDemo: processing orders (the second one has no coupon)...")
+        fflush(nil)   // out before the crash
+        print("total:", process(orders))
+    }
 } else {
     for record in previous {
         print("CrashDemo relaunched: found the crash record of the previous run: \(record.id)")
