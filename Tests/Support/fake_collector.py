@@ -282,8 +282,12 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(sessions, list) or not 1 <= len(sessions) <= 1000:
                 raise ValueError("sessions must be an array of 1 to 1000 entries")
             for entry in sessions:
+                # As the collector (Collector/…/SessionBeacons.swift): app_version and build_number
+                # may be empty (an app that sets no build number), the others may not.
                 for key in ("session_id", "started_at", "bundle_id", "app_version", "build_number"):
-                    if not isinstance(entry.get(key), str) or not entry[key]:
+                    if not isinstance(entry.get(key), str):
+                        raise ValueError(f"{key} must be a string: {entry}")
+                    if key not in ("app_version", "build_number") and not entry[key]:
                         raise ValueError(f"{key} must be a non-empty string: {entry}")
                 datetime.datetime.fromisoformat(entry["started_at"].replace("Z", "+00:00"))
                 for key in ("user_id", "device_identifier"):
