@@ -165,6 +165,33 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var detected: Date
     }
 
+    /// A request a server was serving when it crashed (written by a framework middleware through
+    /// `CrashReporter.beginRequest`).
+    public struct Request: Sendable, Equatable, Codable {
+        public var method: String
+        /// The route pattern (`/users/{id}`).
+        public var route: String
+        public var requestID: String?
+        public var traceID: String?
+        /// The thread it started on (an async handler may have moved since).
+        public var threadID: Int32
+        /// Milliseconds from its start to the crash.
+        public var ageMilliseconds: UInt64
+        /// It started on the thread that crashed.
+        public var startedOnCrashedThread: Bool
+
+        public init(method: String, route: String, requestID: String?, traceID: String?, threadID: Int32,
+                    ageMilliseconds: UInt64, startedOnCrashedThread: Bool) {
+            self.method = method
+            self.route = route
+            self.requestID = requestID
+            self.traceID = traceID
+            self.threadID = threadID
+            self.ageMilliseconds = ageMilliseconds
+            self.startedOnCrashedThread = startedOnCrashedThread
+        }
+    }
+
     public var version: Int
     public var id: String
     public var appID: String
@@ -201,6 +228,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     /// Set on a diagnostics snapshot (no crash, no error): what asked for it ("manual",
     /// "session_end", "periodic").
     public var diagnosticsTrigger: String?
+    /// Requests in flight at the crash, and how many began while every slot was taken.
+    public var requests: [Request] = []
+    public var requestsDropped: UInt64 = 0
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
     /// abnormal-termination record has no end line by nature and is not partial.
@@ -417,6 +447,17 @@ extension CrashRecord {
             watchdog = Watchdog(
                 stage: try Self.field(line, "stage"),
                 waitedMilliseconds: (try Self.unsignedField(line, "waited_ms")))
+        case "request":
+            requests.append(Request(
+                method: try Self.field(line, "method"),
+                route: try Self.field(line, "route"),
+                requestID: line["request_id"] as? String,
+                traceID: line["trace_id"] as? String,
+                threadID: try Self.int32(line, "tid"),
+                ageMilliseconds: try Self.unsignedField(line, "age_ms"),
+                startedOnCrashedThread: line["crashed_thread"] as? Bool ?? false))
+        case "requests":
+            requestsDropped = try Self.unsignedField(line, "dropped")
         case "session":
             sessionID = try Self.field(line, "id")
         case "user":

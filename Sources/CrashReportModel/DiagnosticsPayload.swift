@@ -332,6 +332,28 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public init(kind: String) { self.kind = kind }
     }
 
+    /// Extension: a request a server was serving at the crash (`CrashReporter.beginRequest`).
+    public struct InFlightRequest: Codable, Sendable, Equatable {
+        public var method: String
+        public var route: String
+        public var request_id: String?
+        public var trace_id: String?
+        public var thread_id: Int
+        public var age_ms: Int
+        /// It started on the thread that crashed.
+        public var crashed_thread: Bool
+
+        public init(method: String, route: String, request_id: String?, trace_id: String?, thread_id: Int, age_ms: Int, crashed_thread: Bool) {
+            self.method = method
+            self.route = route
+            self.request_id = request_id
+            self.trace_id = trace_id
+            self.thread_id = thread_id
+            self.age_ms = age_ms
+            self.crashed_thread = crashed_thread
+        }
+    }
+
     /// Seed 000's CrashReport, for crashes and (extension `kind`) non-fatal errors, abnormal
     /// terminations and diagnostics snapshots.
     public struct CrashReportEntry: Codable, Sendable, Equatable {
@@ -350,10 +372,14 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public var signal: SignalInfo?
         public var error: ErrorInfo?
         public var termination: TerminationInfo?
+        /// Requests in flight at the crash (servers); absent when none were recorded.
+        public var requests_in_flight: [InFlightRequest]?
 
         public init(timestamp: String, exception_type: String, exception_message: String, stack_trace: [String],
                     thread_info: [ThreadInfo], report_id: String, kind: String, symbolicated: Bool, is_partial: Bool,
-                    images: [Image], signal: SignalInfo? = nil, error: ErrorInfo? = nil, termination: TerminationInfo? = nil) {
+                    images: [Image], signal: SignalInfo? = nil, error: ErrorInfo? = nil, termination: TerminationInfo? = nil,
+                    requests_in_flight: [InFlightRequest]? = nil) {
+            self.requests_in_flight = requests_in_flight
             self.timestamp = timestamp
             self.exception_type = exception_type
             self.exception_message = exception_message
@@ -385,6 +411,7 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             signal = try c.decodeIfPresent(SignalInfo.self, forKey: .signal)
             error = try c.decodeIfPresent(ErrorInfo.self, forKey: .error)
             termination = try c.decodeIfPresent(TerminationInfo.self, forKey: .termination)
+            requests_in_flight = try c.decodeIfPresent([InFlightRequest].self, forKey: .requests_in_flight)
         }
     }
 

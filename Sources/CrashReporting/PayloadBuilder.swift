@@ -128,7 +128,11 @@ struct PayloadBuilder {
                           })
                       })
             },
-            termination: record.termination.map { .init(kind: $0.kind) })
+            termination: record.termination.map { .init(kind: $0.kind) },
+            requests_in_flight: record.requests.isEmpty ? nil : record.requests.map {
+                .init(method: $0.method, route: $0.route, request_id: $0.requestID, trace_id: $0.traceID, thread_id: Int($0.threadID),
+                      age_ms: Int(clamping: $0.ageMilliseconds), crashed_thread: $0.startedOnCrashedThread)
+            })
     }
 
     /// The frame's stack_trace line (the model's spelling, shared with the collector's symbolication).

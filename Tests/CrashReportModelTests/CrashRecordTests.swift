@@ -7,6 +7,28 @@ let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"
 
 @Suite("CrashRecord reader")
 struct CrashRecordTests {
+    @Test("requests in flight: each request line, and the summary's dropped count")
+    func requestsInFlight() throws {
+        let text = [
+            header,
+            #"{"type":"signal","signo":4,"name":"SIGILL","code":2,"code_name":"ILL_ILLOPN","fault_address":"0x5555"}"#,
+            #"{"type":"request","method":"GET","route":"/users/{id}","request_id":"5b97d1c2a0e34f6e0000000000000007","tid":43,"age_ms":12,"crashed_thread":true}"#,
+            #"{"type":"request","method":"POST","route":"/orders","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","tid":44,"age_ms":2001,"crashed_thread":false}"#,
+            #"{"type":"request","method":"GET","tid":45,"age_ms":1,"crashed_thread":false}"#,
+            #"{"type":"requests","in_flight":2,"dropped":3}"#,
+            #"{"type":"end","elapsed_before_sync_ns":100}"#,
+        ].joined(separator: "\n") + "\n"
+        let record = try CrashRecord(data: Data(text.utf8))
+        #expect(record.requests == [
+            .init(method: "GET", route: "/users/{id}", requestID: "5b97d1c2a0e34f6e0000000000000007", traceID: nil, threadID: 43,
+                  ageMilliseconds: 12, startedOnCrashedThread: true),
+            .init(method: "POST", route: "/orders", requestID: nil, traceID: "4bf92f3577b34da6a3ce929d0e0e4736", threadID: 44,
+                  ageMilliseconds: 2001, startedOnCrashedThread: false),
+        ])
+        #expect(record.requestsDropped == 3)
+        #expect(record.problems.count == 1 && record.problems[0].contains("request"), "a line without a route is a problem: \(record.problems)")
+    }
+
     @Test("a complete record reads into typed fields")
     func complete() throws {
         let text = [

@@ -146,6 +146,35 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
 }
 
 @Suite struct DashboardTests {
+    @Test func requestsInFlightAreStoredServedAndShown() async throws {
+        try await TestCollector.with { collector in
+            var object = try #require(try JSONSerialization.jsonObject(with: Fixtures.samplePayloadData()) as? [String: Any])
+            var reports = try #require(object["crash_reports"] as? [[String: Any]])
+            let index = try #require(reports.firstIndex { ($0["kind"] as? String ?? "crash") == "crash" })
+            reports[index]["requests_in_flight"] = [
+                ["method": "GET", "route": "/slow", "request_id": "5b97d1c2a0e34f6e0000000000000001", "thread_id": 7, "age_ms": 1500, "crashed_thread": false],
+                ["method": "GET", "route": "/users/{id}", "request_id": "5b97d1c2a0e34f6e0000000000000002", "thread_id": 9, "age_ms": 3, "crashed_thread": true],
+            ]
+            object["crash_reports"] = reports
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 201)
+            let issues = try await collector.store.issues(.init(kind: "crash"))
+            let id = try #require(issues.first).id
+            let event = try #require(try await collector.read("/api/issues/\(id)").json["latest_event"] as? [String: Any])
+            let requests = try #require(event["requests_in_flight"] as? [[String: Any]])
+            #expect(requests.compactMap { $0["route"] as? String } == ["/slow", "/users/{id}"])
+            let page = try await collector.read("/issues/\(id)")
+            #expect(page.text.contains("Requests in flight (2)"))
+            // The one that started on the crashing thread is listed first.
+            let users = try #require(page.text.range(of: h("/users/{id}")))
+            let slow = try #require(page.text.range(of: "<code>/slow</code>"))
+            #expect(users.lowerBound < slow.lowerBound)
+            #expect(page.text.contains("the crashing thread"))
+
+            object["crash_reports"] = [reports[index].merging(["requests_in_flight": [["method": "GET"]]]) { $1 }]
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 400, "a request without a route")
+        }
+    }
+
     @Test func pagesRenderWithTheIssue() async throws {
         try await TestCollector.with { collector in
             #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)

@@ -1,5 +1,5 @@
-// Hummingbird 2 middleware: what the server was doing, in the crash report. Each request leaves a
-// screen-view breadcrumb when it starts (its route pattern, so a crash mid-request names the route
+// Hummingbird 2 middleware: what the server was doing, in the crash report. Each request is in the
+// crash-readable table of requests in flight while it runs, leaves a screen-view breadcrumb when it starts (its route pattern, so a crash mid-request names the route
 // that was being served) and an "http" breadcrumb when it ends (method, route, status, duration,
 // request id); a 5xx answer or an error thrown by a handler becomes a non-fatal report, at most
 // `maxReportsPerMinute` of them. Add it before the routes: Hummingbird bakes a router's middleware
@@ -38,6 +38,9 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         // The router matched the route before running the route's middleware.
         let route = context.endpointPath ?? "(no route)"
         if options.routeAsScreenView { CrashReporter.logScreenView(route) }
+        // In crash-readable memory while it runs: a crash report lists it among the requests in flight.
+        let token = CrashReporter.beginRequest(method: request.method.rawValue, route: route, requestID: context.id)
+        defer { CrashReporter.endRequest(token) }
         let started = ContinuousClock.now
         do {
             let response = try await next(request, context)

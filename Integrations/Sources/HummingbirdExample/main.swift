@@ -7,6 +7,7 @@
 //   GET /orders/{id}      throws: a 500 and a non-fatal report
 //   GET /missing          throws a 404 (not reported)
 //   GET /slow             answers after 2 s (a request in flight while another crashes)
+//   GET /inflight         how many requests are in flight (itself included)
 import CrashReporting
 import CrashReportingHummingbird
 import CrashReportingServiceLifecycle
@@ -52,6 +53,7 @@ router.get("/slow") { _, _ -> String in
     try await Task.sleep(for: .seconds(2))
     return "slow"
 }
+router.get("/inflight") { _, _ in String(CrashReporter.requestsInFlight) }
 
 var logger = Logger(label: "example")
 logger.logLevel = .warning

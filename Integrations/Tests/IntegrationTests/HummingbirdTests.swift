@@ -132,6 +132,16 @@ struct HummingbirdTests {
         #expect(get("\(base)/orders/7") == 500)
         #expect(get("\(base)/missing") == 404)
         #expect(get("\(base)/users/3") == 200)
+        // Two requests in flight when the crash comes: /slow answers after 2 s, and only once a
+        // request has begun does the server answer /inflight with the count.
+        let slow = Thread { _ = get("\(base)/slow") }
+        slow.start()
+        let slower = Thread { _ = get("\(base)/slow") }
+        slower.start()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, (try? String(contentsOf: URL(string: "\(base)/inflight")!, encoding: .utf8)) != "3" {
+            usleep(10_000)   // 3: the two /slow requests and this /inflight one
+        }
         #expect(get("\(base)/users/0") == nil, "the server crashed mid-request")
         server.waitUntilExit()
         #expect(server.terminationReason == .uncaughtSignal && server.terminationStatus == SIGILL)
@@ -143,6 +153,7 @@ struct HummingbirdTests {
         relaunch.waitUntilExit()
         #expect(relaunch.terminationReason == .exit && relaunch.terminationStatus == 0, "a graceful shutdown exits 0")
 
+        #expect(try collector.state()["invalid_count"] as? Int == 0, "every upload matched Schemas/diagnostics-payload.schema.json")
         let reportsReceived = try collector.reports()
         let crash = try #require(reportsReceived.first { ($0.report["kind"] as? String) == "crash" }, "\(reportsReceived.map(\.report))")
         #expect(crash.report["exception_type"] as? String == "SIGILL")
@@ -153,11 +164,20 @@ struct HummingbirdTests {
         for line in ["GET /hello 200", "GET /orders/{id} 500", "GET /missing 404", "GET /users/{id} 200"] {
             #expect(messages.contains(line), "\(line) not among \(messages)")
         }
-        let http = crash.logs.filter { ($0["tag"] as? String) == "http" }
+        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String != "/inflight" }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
         #expect(requestIDs.count == 4 && requestIDs.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) },
                 "request ids kept as Hummingbird wrote them: \(requestIDs)")
         #expect(Set(requestIDs).count == 4)
+
+        // The requests in flight: the crashing one (started on the crashing thread or not, a
+        // Task may move), and the two /slow ones.
+        let requests = try #require(crash.report["requests_in_flight"] as? [[String: Any]], "\(crash.report.keys.sorted())")
+        let routes = requests.compactMap { $0["route"] as? String }.sorted()
+        #expect(routes == ["/slow", "/slow", "/users/{id}"], "\(requests)")
+        #expect(requests.allSatisfy { ($0["request_id"] as? String)?.count == 32 && $0["method"] as? String == "GET" })
+        let crashing = try #require(requests.first { $0["route"] as? String == "/users/{id}" })
+        #expect(!requestIDs.contains(crashing["request_id"] as? String ?? ""), "the crashing request never finished, so it left no http breadcrumb")
 
         let nonFatal = try #require(reportsReceived.first { ($0.report["kind"] as? String) == "non_fatal" }, "\(reportsReceived.map(\.report))")
         let error = try #require(nonFatal.report["error"] as? [String: Any])

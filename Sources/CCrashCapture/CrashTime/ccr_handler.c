@@ -316,6 +316,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
     ccr_record_write_modules(w);
+    ccr_record_write_requests(w, tid, started);
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
     c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();

@@ -113,6 +113,20 @@ int ccr_session_inspect(const char *path, ccr_session_info *info);
 /// 0 on success. Not async-signal-safe.
 int ccr_session_export(const char *path, int out_fd);
 
+// MARK: - Requests in flight (servers)
+
+/// Records that the calling thread started serving a request; a crash report lists the requests in
+/// flight with their route, method, request id, trace id, age and starting thread. Returns a token
+/// for `ccr_request_end` (0 when all 128 slots are taken: the request is counted as dropped).
+/// Lock-free, no allocation; async-signal-safe (clock_gettime, gettid, memcpy).
+int ccr_request_begin(const char *_Nullable method, size_t method_length, const char *_Nullable route, size_t route_length,
+                      const char *_Nullable request_id, size_t request_id_length,
+                      const char *_Nullable trace_id, size_t trace_id_length);
+/// Ends what `ccr_request_begin` started (a token of 0 is ignored). Async-signal-safe.
+void ccr_request_end(int token);
+/// Requests begun and not yet ended. Async-signal-safe.
+int ccr_requests_in_flight(void);
+
 #pragma clang assume_nonnull end
 
 #ifdef __cplusplus

@@ -152,6 +152,20 @@ struct Dashboard: Sendable {
         body += row("User", event.user_id ?? "—") + row("Session (test_run_id)", event.test_run_id)
         body += "</dl>"
 
+        if !event.requests_in_flight.isEmpty {
+            // The one that started on the crashing thread first: most likely the one that crashed.
+            let requests = event.requests_in_flight.sorted { $0.crashed_thread && !$1.crashed_thread }
+            body += "<h3>Requests in flight (\(requests.count))</h3><table class=\"requests\">"
+                + "<tr><th>Method</th><th>Route</th><th>Request id</th><th>Trace id</th><th>Age</th><th>Started on</th></tr>"
+            for request in requests {
+                let thread = request.crashed_thread ? "<strong>the crashing thread</strong> (\(request.thread_id))" : "thread \(request.thread_id)"
+                body += "<tr><td>\(h(request.method))</td><td><code>\(h(request.route))</code></td>"
+                    + "<td><code>\(h(request.request_id ?? "—"))</code></td><td><code>\(h(request.trace_id ?? "—"))</code></td>"
+                    + "<td>\(request.age_ms) ms</td><td>\(thread)</td></tr>"
+            }
+            body += "</table>"
+        }
+
         body += "<h3>Stack trace\(event.crashed_thread.map { " — " + h($0) } ?? "")</h3>"
         if event.frames.isEmpty {
             body += "<p class=\"muted\">No frames.</p>"

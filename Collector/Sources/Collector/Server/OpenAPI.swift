@@ -228,6 +228,25 @@ enum OpenAPI {
                 "properties": {
                   "kind": {"description": "abnormal or crash_without_record.", "type": "string", "minLength": 1}
                 }
+              },
+              "requests_in_flight": {
+                "description": "Extension: the requests a server was serving at the crash (framework middleware), from fixed slots the signal handler reads.",
+                "type": "array",
+                "maxItems": 128,
+                "items": {
+                  "type": "object",
+                  "required": ["method", "route", "thread_id", "age_ms", "crashed_thread"],
+                  "additionalProperties": false,
+                  "properties": {
+                    "method": {"type": "string", "maxLength": 16},
+                    "route": {"description": "The route pattern, e.g. /users/{id}.", "type": "string", "maxLength": 192},
+                    "request_id": {"type": ["string", "null"], "maxLength": 64},
+                    "trace_id": {"type": ["string", "null"], "maxLength": 64},
+                    "thread_id": {"type": "integer"},
+                    "age_ms": {"type": "integer", "minimum": 0},
+                    "crashed_thread": {"description": "It started on the thread that crashed.", "type": "boolean"}
+                  }
+                }
               }
             }
           },

@@ -67,6 +67,8 @@ struct EventJSON: Codable {
     var signal: DiagnosticsPayload.SignalInfo?
     var error: DiagnosticsPayload.ErrorInfo?
     var termination: DiagnosticsPayload.TerminationInfo?
+    /// Requests a server was serving at the crash.
+    var requests_in_flight: [DiagnosticsPayload.InFlightRequest]
     var crashed_thread: String?
     var frames: [FrameJSON]
     var stack_trace: [String]
@@ -100,6 +102,7 @@ struct EventJSON: Codable {
         signal = report.signal
         error = report.error
         termination = report.termination
+        requests_in_flight = report.requests_in_flight ?? []
         let thread = report.thread_info.first(where: \.crashed) ?? report.thread_info.first
         crashed_thread = thread.map { "\($0.name.isEmpty ? "thread" : $0.name) (\($0.id))" }
         frames = Grouping.crashedFrames(of: report).map { frame in
