@@ -45,7 +45,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "IntegrationTests", dependencies: ["HummingbirdExample", "CrashReportingHummingbird"]),
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "HummingbirdExample", "CrashReportingHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
     ]
 )
 

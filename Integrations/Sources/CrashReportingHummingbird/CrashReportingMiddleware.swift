@@ -22,8 +22,25 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         /// the next report's `suppressed_since_last` and dropped (a failing dependency must not
         /// turn every request into a report on disk).
         public var maxReportsPerMinute = 10
+        /// The request's trace id, carried by its breadcrumb, its slot among the requests in flight
+        /// and its non-fatal report, so a report can be joined to the trace. Default: the trace id
+        /// of a W3C `traceparent` header (what OpenTelemetry, swift-otel and most proxies send).
+        public var traceID: @Sendable (Request) -> String? = { request in
+            request.headers[HTTPField.Name("traceparent")!].flatMap(CrashReportingMiddleware.traceID(traceparent:))
+        }
 
         public init() {}
+    }
+
+    /// The trace id of a W3C trace-context `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), or
+    /// nil when it is malformed or the all-zero id the specification calls invalid.
+    public static func traceID(traceparent: String) -> String? {
+        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count >= 4, parts[0].count == 2, parts[1].count == 32, parts[2].count == 16,
+              parts[1].allSatisfy({ $0.isHexDigit && !$0.isUppercase }), parts[1].contains(where: { $0 != "0" }) else {
+            return nil
+        }
+        return String(parts[1])
     }
 
     public let options: Options
@@ -39,37 +56,43 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         let route = context.endpointPath ?? "(no route)"
         if options.routeAsScreenView { CrashReporter.logScreenView(route) }
         // In crash-readable memory while it runs: a crash report lists it among the requests in flight.
-        let token = CrashReporter.beginRequest(method: request.method.rawValue, route: route, requestID: context.id)
+        let traceID = options.traceID(request)
+        let token = CrashReporter.beginRequest(method: request.method.rawValue, route: route, requestID: context.id,
+                                               traceID: traceID ?? "")
         defer { CrashReporter.endRequest(token) }
         let started = ContinuousClock.now
         do {
             let response = try await next(request, context)
-            finish(request, context, route: route, status: response.status.code, started: started, error: nil)
+            finish(request, context, route: route, traceID: traceID, status: response.status.code, started: started, error: nil)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            finish(request, context, route: route, status: status, started: started, error: error)
+            finish(request, context, route: route, traceID: traceID, status: status, started: started, error: error)
             throw error
         }
     }
 
-    private func finish(_ request: Request, _ context: Context, route: String, status: Int, started: ContinuousClock.Instant, error: (any Error)?) {
+    private func finish(_ request: Request, _ context: Context, route: String, traceID: String?, status: Int,
+                        started: ContinuousClock.Instant, error: (any Error)?) {
         let method = request.method.rawValue
         let requestID = context.id
         if options.breadcrumbs {
             let elapsed = ContinuousClock.now - started
             let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
             let level: CrashReporter.LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
-            CrashReporter.log("\(method) \(route) \(status)", level: level, tag: "http", metadata: [
+            var metadata = [
                 "method": method, "route": route, "status": String(status),
                 "duration_ms": String(format: "%.1f", milliseconds), "request_id": requestID,
-            ])
+            ]
+            if let traceID { metadata["trace_id"] = traceID }
+            CrashReporter.log("\(method) \(route) \(status)", level: level, tag: "http", metadata: metadata)
         }
         guard options.reportsServerErrors, status >= 500 else { return }
         guard let suppressed = limiter.take() else { return }
         var userInfo: [ErrorPayloadKey: ErrorPayloadValue] = [
             "route": .string(route), "method": .string(method), "status": .int(status), "request_id": .string(requestID),
         ]
+        if let traceID { userInfo["trace_id"] = .string(traceID) }
         if suppressed > 0 { userInfo["suppressed_since_last"] = .int(suppressed) }
         if let error {
             _ = try? CrashReporter.record(error: error, userInfo: userInfo)

@@ -46,11 +46,12 @@ func waitForPort(_ file: URL, while process: Process) throws -> Int {
 }
 
 /// One HTTP GET; the status, or nil when the connection broke (the server crashed).
-func get(_ url: String) -> Int? {
+func get(_ url: String, headers: [String: String] = [:]) -> Int? {
     let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var status: Int?
     var request = URLRequest(url: URL(string: url)!)
     request.timeoutInterval = 30
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
     URLSession.shared.dataTask(with: request) { _, response, _ in
         status = (response as? HTTPURLResponse)?.statusCode
         done.signal()
@@ -126,15 +127,16 @@ struct HummingbirdTests {
         let reports = folder.appendingPathComponent("reports")
         let collector = try Collector(folder: folder)
 
+        let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
         let (server, port) = try startServer(reports, collector, folder: folder)
         let base = "http://127.0.0.1:\(port)"
         #expect(get("\(base)/hello") == 200)
-        #expect(get("\(base)/orders/7") == 500)
+        #expect(get("\(base)/orders/7", headers: ["traceparent": "00-\(traceID)-00f067aa0ba902b7-01"]) == 500)
         #expect(get("\(base)/missing") == 404)
         #expect(get("\(base)/users/3") == 200)
         // Two requests in flight when the crash comes: /slow answers after 2 s, and only once a
         // request has begun does the server answer /inflight with the count.
-        let slow = Thread { _ = get("\(base)/slow") }
+        let slow = Thread { _ = get("\(base)/slow", headers: ["traceparent": "00-\(traceID)-b7ad6b7169203331-01"]) }
         slow.start()
         let slower = Thread { _ = get("\(base)/slow") }
         slower.start()
@@ -176,6 +178,7 @@ struct HummingbirdTests {
         let routes = requests.compactMap { $0["route"] as? String }.sorted()
         #expect(routes == ["/slow", "/slow", "/users/{id}"], "\(requests)")
         #expect(requests.allSatisfy { ($0["request_id"] as? String)?.count == 32 && $0["method"] as? String == "GET" })
+        #expect(requests.compactMap { $0["trace_id"] as? String } == [traceID], "the traced /slow request carries its trace id")
         let crashing = try #require(requests.first { $0["route"] as? String == "/users/{id}" })
         #expect(!requestIDs.contains(crashing["request_id"] as? String ?? ""), "the crashing request never finished, so it left no http breadcrumb")
 
@@ -186,6 +189,9 @@ struct HummingbirdTests {
         #expect(info["route"] as? String == "/orders/{id}")
         #expect(info["status"] as? Int == 500)
         #expect(info["method"] as? String == "GET")
+        #expect(info["trace_id"] as? String == traceID, "the 500's trace id, from its traceparent header")
+        let tracedCrumb = http.first { ($0["metadata"] as? [String: Any])?["route"] as? String == "/orders/{id}" }
+        #expect((tracedCrumb?["metadata"] as? [String: Any])?["trace_id"] as? String == traceID)
         #expect((info["request_id"] as? String).map { requestIDs.contains($0) } == true, "the 500's request id is the one in its breadcrumb")
         #expect(!reportsReceived.contains { ($0.report["error"] as? [String: Any])?["code"] as? Int == 404 }, "a 404 is no report")
 
