@@ -11,11 +11,13 @@ let package = Package(
     products: [
         .library(name: "CrashReportingHummingbird", targets: ["CrashReportingHummingbird"]),
         .library(name: "CrashReportingServiceLifecycle", targets: ["CrashReportingServiceLifecycle"]),
+        .library(name: "CrashReportingMetrics", targets: ["CrashReportingMetrics"]),
     ],
     dependencies: [
         .package(name: "swift-crash-reporting", path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // A RouterMiddleware: a breadcrumb per request, the route as the server's screen view,
@@ -36,6 +38,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // swift-metrics counters and gauges of delivery and requests in flight, as a Service.
+        .target(
+            name: "CrashReportingMetrics",
+            dependencies: [
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The example server the tests drive over loopback (and a starting point to copy).
         .executableTarget(
             name: "HummingbirdExample",
@@ -46,7 +57,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "HummingbirdExample", "CrashReportingHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
+            "HummingbirdExample", "CrashReportingHummingbird", "CrashReportingMetrics",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
     ]
 )
