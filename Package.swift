@@ -66,6 +66,11 @@ let package = Package(
 
         // Benchmarks print figures (tools/bench-*); none is a test.
         .executableTarget(name: "ContextBenchmark", dependencies: ["CrashReporting"], path: "Benchmarks/ContextBenchmark"),
+        .executableTarget(
+            name: "LogHandlerBenchmark",
+            dependencies: ["CrashReporting", "CrashReportingLogging", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/LogHandlerBenchmark"
+        ),
 
         .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus", "Payloads"]),
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
