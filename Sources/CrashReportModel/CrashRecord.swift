@@ -192,6 +192,30 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         }
     }
 
+    /// Memory before the end (the sampler's sidecar, attached to an abnormal termination).
+    public struct Memory: Sendable, Equatable, Codable {
+        public struct Sample: Sendable, Equatable, Codable {
+            public var timestamp: Date
+            public var residentBytes: Int?
+            public var cgroupBytes: Int?
+            public init(timestamp: Date, residentBytes: Int?, cgroupBytes: Int?) {
+                self.timestamp = timestamp
+                self.residentBytes = residentBytes
+                self.cgroupBytes = cgroupBytes
+            }
+        }
+        /// The memory cgroup's folder, when the process was in one with the files readable.
+        public var cgroup: String?
+        public var limitBytes: Int?
+        /// Oldest first, at most 60.
+        public var samples: [Sample] = []
+        public init(cgroup: String?, limitBytes: Int?, samples: [Sample]) {
+            self.cgroup = cgroup
+            self.limitBytes = limitBytes
+            self.samples = samples
+        }
+    }
+
     public var version: Int
     public var id: String
     public var appID: String
@@ -231,6 +255,7 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     /// Requests in flight at the crash, and how many began while every slot was taken.
     public var requests: [Request] = []
     public var requestsDropped: UInt64 = 0
+    public var memory: Memory?
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
     /// abnormal-termination record has no end line by nature and is not partial.
@@ -458,6 +483,14 @@ extension CrashRecord {
                 startedOnCrashedThread: line["crashed_thread"] as? Bool ?? false))
         case "requests":
             requestsDropped = try Self.unsignedField(line, "dropped")
+        case "memory_context":
+            memory = Memory(cgroup: line["cgroup"] as? String, limitBytes: line["limit_bytes"] as? Int, samples: memory?.samples ?? [])
+        case "memory_sample":
+            let nanoseconds = try Self.unsignedField(line, "timestamp_ns")
+            var memory = self.memory ?? Memory(cgroup: nil, limitBytes: nil, samples: [])
+            memory.samples.append(.init(timestamp: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9),
+                                        residentBytes: line["rss_bytes"] as? Int, cgroupBytes: line["cgroup_bytes"] as? Int))
+            self.memory = memory
         case "session":
             sessionID = try Self.field(line, "id")
         case "user":

@@ -328,8 +328,36 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
     }
 
     public struct TerminationInfo: Codable, Sendable, Equatable {
+        /// abnormal, oom_kill or crash_without_record.
         public var kind: String
-        public init(kind: String) { self.kind = kind }
+        /// Memory before the end, when the process sampled it.
+        public var memory: MemoryInfo?
+        public init(kind: String, memory: MemoryInfo? = nil) {
+            self.kind = kind
+            self.memory = memory
+        }
+    }
+
+    /// Extension: the process's memory before it ended (RSS, its memory cgroup's usage and limit).
+    public struct MemoryInfo: Codable, Sendable, Equatable {
+        public struct Sample: Codable, Sendable, Equatable {
+            public var timestamp: String
+            public var rss_bytes: Int?
+            public var cgroup_bytes: Int?
+            public init(timestamp: String, rss_bytes: Int?, cgroup_bytes: Int?) {
+                self.timestamp = timestamp
+                self.rss_bytes = rss_bytes
+                self.cgroup_bytes = cgroup_bytes
+            }
+        }
+        public var cgroup: String?
+        public var limit_bytes: Int?
+        public var samples: [Sample]
+        public init(cgroup: String?, limit_bytes: Int?, samples: [Sample]) {
+            self.cgroup = cgroup
+            self.limit_bytes = limit_bytes
+            self.samples = samples
+        }
     }
 
     /// Extension: a request a server was serving at the crash (`CrashReporter.beginRequest`).

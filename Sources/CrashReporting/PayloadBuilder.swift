@@ -96,9 +96,16 @@ struct PayloadBuilder {
             (type, message) = ("\(error.domain) \(error.code)", error.message)
         case "abnormal_termination":
             type = "abnormal_termination"
-            message = record.termination?.kind == "crash_without_record"
-                ? "The process crashed but its crash record could not be read"
-                : "The process ended without a clean exit or a crash record (SIGKILL, the OOM killer, power loss)"
+            switch record.termination?.kind {
+            case "crash_without_record":
+                message = "The process crashed but its crash record could not be read"
+            case "oom_kill":
+                let limit = record.memory?.limitBytes.map { " (memory limit \(Self.mebibytes($0)))" } ?? ""
+                let last = record.memory?.samples.last.flatMap { $0.residentBytes }.map { "; last RSS sampled \(Self.mebibytes($0))" } ?? ""
+                message = "The process was killed by the OOM killer\(limit)\(last)"
+            default:
+                message = "The process ended without a clean exit or a crash record (SIGKILL, the OOM killer, power loss)"
+            }
         case "diagnostics":
             (type, message) = ("diagnostics", "Diagnostics snapshot (\(record.diagnosticsTrigger ?? "manual"))")
         default:
@@ -128,7 +135,13 @@ struct PayloadBuilder {
                           })
                       })
             },
-            termination: record.termination.map { .init(kind: $0.kind) },
+            termination: record.termination.map { termination in
+                .init(kind: termination.kind, memory: record.memory.map { memory in
+                    .init(cgroup: memory.cgroup, limit_bytes: memory.limitBytes, samples: memory.samples.map {
+                        .init(timestamp: Timestamp.iso8601($0.timestamp), rss_bytes: $0.residentBytes, cgroup_bytes: $0.cgroupBytes)
+                    })
+                })
+            },
             requests_in_flight: record.requests.isEmpty ? nil : record.requests.map {
                 .init(method: $0.method, route: $0.route, request_id: $0.requestID, trace_id: $0.traceID, thread_id: Int($0.threadID),
                       age_ms: Int(clamping: $0.ageMilliseconds), crashed_thread: $0.startedOnCrashedThread)
@@ -138,5 +151,9 @@ struct PayloadBuilder {
     /// The frame's stack_trace line (the model's spelling, shared with the collector's symbolication).
     static func line(of frame: DiagnosticsPayload.Frame) -> String {
         frame.stackTraceLine
+    }
+
+    static func mebibytes(_ bytes: Int) -> String {
+        String(format: "%.1f MiB", Double(bytes) / 1_048_576)
     }
 }

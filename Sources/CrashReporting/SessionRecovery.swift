@@ -1,6 +1,7 @@
 // What the previous runs left in sessions/: a crashed session's breadcrumbs, keys and user id are
 // appended to its crash record; a session whose process is gone without a clean end or a crash
-// record becomes an "abnormal termination" record (SIGKILL, the OOM killer, power loss); a cleanly
+// record becomes an "abnormal termination" record (SIGKILL, the OOM killer — told apart by the memory
+// sampler's sidecar, see MemoryTimeline.swift —, power loss); a cleanly
 // ended one is removed. Runs off the caller's thread after `start`. Each record is rewritten as a
 // whole (temporary file, fsync, rename), so being killed half-way repeats the work, never corrupts.
 import CCrashCapture
@@ -14,8 +15,14 @@ struct SessionRecovery {
     func run() {
         ccr_session_sync()   // first: get this session's file onto the disk (see ccr_session_sync)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.sessionsFolder) else { return }
-        for name in names where name.hasSuffix(".custom.json") && !names.contains(String(name.dropLast(".custom.json".count))) {
-            unlink(directory.sessionsFolder + "/" + name)   // its session is gone: nothing to attach it to
+        // A session's sidecars (<id>.session.custom.json, .memory, and a .tmp a kill left behind)
+        // whose session file is gone: nothing to attach them to.
+        let sessionFiles = Set(names.filter { $0.hasSuffix(".session") })
+        for name in names where !name.hasSuffix(".session") && !name.hasSuffix(".unreadable") {
+            guard let range = name.range(of: ".session.") else { continue }
+            if !sessionFiles.contains(String(name[..<range.lowerBound]) + ".session") {
+                unlink(directory.sessionsFolder + "/" + name)
+            }
         }
         for name in names where name.hasSuffix(".session") {
             let path = directory.sessionsFolder + "/" + name
@@ -39,13 +46,17 @@ struct SessionRecovery {
                 }
             case 1:   // running, but its process is gone: killed without a chance to record
                 if !FileManager.default.fileExists(atPath: record) {
-                    guard rewrite(record, prefix: header(info, termination: "abnormal"), session: path) else { continue }
+                    // The memory sampler's sidecar tells an OOM kill from another SIGKILL.
+                    let memory = MemoryVerdict.classify(sidecar: path + ".memory")
+                    var prefix = header(info, termination: memory.kind)
+                    prefix.append(Data(memory.lines.map { $0 + "\n" }.joined().utf8))
+                    guard rewrite(record, prefix: prefix, session: path) else { continue }
                 }
             default:
                 break
             }
             unlink(path)
-            unlink(path + ".custom.json")
+            for sidecar in [".custom.json", ".custom.json.tmp", ".memory", ".memory.tmp"] { unlink(path + sidecar) }
         }
     }
 

@@ -175,6 +175,31 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
         }
     }
 
+    @Test func oomKillIsItsOwnIssueWithTheMemoryBeforeTheEnd() async throws {
+        try await TestCollector.with { collector in
+            var object = try #require(try JSONSerialization.jsonObject(with: Fixtures.samplePayloadData()) as? [String: Any])
+            var reports = try #require(object["crash_reports"] as? [[String: Any]])
+            let index = try #require(reports.firstIndex { $0["kind"] as? String == "abnormal_termination" })
+            reports[index]["termination"] = [
+                "kind": "oom_kill",
+                "memory": ["cgroup": "/sys/fs/cgroup/system.slice/api.service", "limit_bytes": 67_108_864, "samples": [
+                    ["timestamp": "2026-11-23T20:00:00.000Z", "rss_bytes": 31_457_280, "cgroup_bytes": 20_971_520],
+                    ["timestamp": "2026-11-23T20:00:05.000Z", "rss_bytes": 73_400_320, "cgroup_bytes": 66_060_288],
+                ]],
+            ]
+            object["crash_reports"] = [reports[index]]
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 201)
+            let issues = try await collector.store.issues(.init(kind: "abnormal_termination"))
+            let issue = try #require(issues.first)
+            #expect(issue.title.contains("oom_kill"), "\(issue.title)")
+            let page = try await collector.read("/issues/\(issue.id)")
+            #expect(page.text.contains("oom_kill (the kernel&#39;s OOM killer)") || page.text.contains("oom_kill (the kernel's OOM killer)"))
+            #expect(page.text.contains("64.0 MiB"))
+            #expect(page.text.contains("RSS 30.0 MiB → 70.0 MiB"))
+            #expect(page.text.contains("cgroup 20.0 MiB → 63.0 MiB"))
+        }
+    }
+
     @Test func pagesRenderWithTheIssue() async throws {
         try await TestCollector.with { collector in
             #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)

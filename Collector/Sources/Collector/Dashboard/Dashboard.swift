@@ -145,7 +145,19 @@ struct Dashboard: Sendable {
             body += row("Signal", "\(signal.name) (\(signal.number)), \(signal.code_name) at \(signal.fault_address)")
         }
         if let error = event.error { body += row("Error", "\(error.domain) \(error.code): \(error.message)") }
-        if let termination = event.termination { body += row("Termination", termination.kind) }
+        if let termination = event.termination {
+            body += row("Termination", termination.kind == "oom_kill" ? "oom_kill (the kernel's OOM killer)" : termination.kind)
+            if let memory = termination.memory {
+                if let limit = memory.limit_bytes { body += row("Memory limit", mebibytes(limit) + (memory.cgroup.map { " (\($0))" } ?? "")) }
+                let rss = memory.samples.compactMap(\.rss_bytes), usage = memory.samples.compactMap(\.cgroup_bytes)
+                if let first = memory.samples.first, let last = memory.samples.last {
+                    var growth = "\(memory.samples.count) samples, \(first.timestamp) → \(last.timestamp)"
+                    if let a = rss.first, let b = rss.last { growth += "; RSS \(mebibytes(a)) → \(mebibytes(b))" }
+                    if let a = usage.first, let b = usage.last { growth += "; cgroup \(mebibytes(a)) → \(mebibytes(b))" }
+                    body += row("Memory before the end", growth)
+                }
+            }
+        }
         body += row("Occurred", event.timestamp) + row("Received", event.received_at)
         body += row("Symbolicated", event.symbolicated ? "yes" : "no (module offsets and build-ids kept for the server)")
         if event.is_partial { body += row("Partial", "the record was cut short; what was written is shown") }
@@ -482,4 +494,9 @@ func prettyJSON(_ value: JSONValue) -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
     return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+}
+
+/// "12.3 MiB".
+private func mebibytes(_ bytes: Int) -> String {
+    String(format: "%.1f MiB", Double(bytes) / 1_048_576)
 }

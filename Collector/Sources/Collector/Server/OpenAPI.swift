@@ -226,7 +226,31 @@ enum OpenAPI {
                 "required": ["kind"],
                 "additionalProperties": false,
                 "properties": {
-                  "kind": {"description": "abnormal or crash_without_record.", "type": "string", "minLength": 1}
+                  "kind": {"description": "abnormal, oom_kill or crash_without_record.", "type": "string", "minLength": 1},
+                  "memory": {
+                    "description": "The process's memory before it ended (runtime's memory sampler): its memory cgroup, the cgroup's limit, and the last readings of RSS and the cgroup's usage, oldest first.",
+                    "type": "object",
+                    "required": ["samples"],
+                    "additionalProperties": false,
+                    "properties": {
+                      "cgroup": {"type": ["string", "null"]},
+                      "limit_bytes": {"type": ["integer", "null"], "minimum": 0},
+                      "samples": {
+                        "type": "array",
+                        "maxItems": 60,
+                        "items": {
+                          "type": "object",
+                          "required": ["timestamp"],
+                          "additionalProperties": false,
+                          "properties": {
+                            "timestamp": {"$ref": "#/components/schemas/Timestamp"},
+                            "rss_bytes": {"type": ["integer", "null"], "minimum": 0},
+                            "cgroup_bytes": {"type": ["integer", "null"], "minimum": 0}
+                          }
+                        }
+                      }
+                    }
+                  }
                 }
               },
               "requests_in_flight": {
