@@ -32,6 +32,9 @@ enum Fixture: String, CaseIterable {
     /// 8 threads log 200 breadcrumbs each, more threads than there are rings of their own (the
     /// rest share ring 0), in two waves so that rings are handed over; then a last one and a crash.
     case threadsContextThenCrash = "threads-context-then-crash"
+    /// Four named threads, each waiting in its own function (waitInAlpha…waitInDelta), and one
+    /// that blocks every signal; then the main thread crashes: the record lists them all.
+    case namedThreadsThenCrash = "named-threads-then-crash"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -50,7 +53,8 @@ nonisolated(unsafe) var reportsDirectory = ""
 @inline(never) func crash(_ fixture: Fixture) {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
-         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash:
+         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
+         .namedThreadsThenCrash:
         cfs_write_null_pointer()
     case .abortFromC:
         cfs_abort()
@@ -134,6 +138,41 @@ let crashTogetherArrivals = Atomic<Int>(0)
     cfs_write_null_pointer()
 }
 
+// MARK: - Named threads, each waiting in a function of its own
+
+/// Never signalled: the waiting threads stay where they are until the process dies.
+let gate = DispatchSemaphore(value: 0)
+/// Signalled by each thread from inside its wait function, just before it blocks.
+let waiting = DispatchSemaphore(value: 0)
+
+@inline(never) func waitInAlpha() { waiting.signal(); gate.wait(); sink &+= 1 }
+@inline(never) func waitInBeta() { waiting.signal(); gate.wait(); sink &+= 2 }
+@inline(never) func waitInGamma() { waiting.signal(); gate.wait(); sink &+= 3 }
+@inline(never) func waitInDelta() { waiting.signal(); gate.wait(); sink &+= 4 }
+
+/// Starts the four named threads and one that blocks every signal, and returns once all wait.
+func startNamedThreads() {
+    let threads: [(String, @Sendable () -> Void)] = [
+        ("fixture-alpha", waitInAlpha), ("fixture-beta", waitInBeta),
+        ("fixture-gamma", waitInGamma), ("fixture-delta", waitInDelta),
+    ]
+    for (name, body) in threads {
+        Thread.detachNewThread {
+            cfs_name_current_thread(name)
+            body()
+        }
+    }
+    Thread.detachNewThread {
+        cfs_name_current_thread("fixture-masked")
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, nil)
+        waiting.signal()
+        gate.wait()
+    }
+    for _ in 0..<5 { waiting.wait() }
+}
+
 // MARK: - Running a fixture
 
 func runOnThread(_ fixture: Fixture, stackSize: Int = 0) {
@@ -208,6 +247,9 @@ case .loaderLockHeld:
     level1(fixture)
 case .contextThenCrash:
     setContext(breadcrumbs: 1000)
+    level1(fixture)
+case .namedThreadsThenCrash:
+    startNamedThreads()
     level1(fixture)
 case .threadsContextThenCrash:
     CrashReporter.log("main first")

@@ -19,6 +19,7 @@
 
 #include "ccr_crashtime.h"
 #include "ccr_session.h"
+#include "ccr_threads.h"
 
 enum {
     STAGE_HEADER = 1,    // fixed facts and modules
@@ -340,6 +341,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         ccr_record_write_frames(w, frames, kept);
         ccr_record_write_stack(w, "libunwind", kept, depth, lower_bound);
     }
+    ccr_threads_write(w, tid, started);   // every other thread, after the crashing one
 
 
     atomic_store(&ccr_global.stage, STAGE_FINISH);
