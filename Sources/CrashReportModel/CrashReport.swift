@@ -79,12 +79,19 @@ public struct CrashReport: Sendable, Codable, Equatable {
         public var name: String
         public var isMain: Bool
         public var frames: [Frame]
+        /// Another thread's answer ("answered", "no_answer", "blocked_signal"…; see
+        /// CrashRecord.OtherThread); nil for the crashed thread.
+        public var state: String?
+        /// Another thread's stack line; the crashed thread's is the report's `stack`.
+        public var stack: CrashRecord.Stack?
 
-        public init(id: Int32, name: String, isMain: Bool, frames: [Frame]) {
+        public init(id: Int32, name: String, isMain: Bool, frames: [Frame], state: String? = nil, stack: CrashRecord.Stack? = nil) {
             self.id = id
             self.name = name
             self.isMain = isMain
             self.frames = frames
+            self.state = state
+            self.stack = stack
         }
     }
 
@@ -100,6 +107,8 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var reason: String
     public var fatalMessage: String?
     public var crashedThread: Thread
+    /// Every other thread at the crash, in the record's order (empty in records before version 2).
+    public var otherThreads: [Thread] = []
     public var stack: CrashRecord.Stack?
     public var images: [Image]
     public var nestedCrash: CrashRecord.NestedCrash?
