@@ -170,7 +170,15 @@ func startNamedThreads() {
         waiting.signal()
         gate.wait()
     }
-    for _ in 0..<5 { waiting.wait() }
+    // More waiting threads for measurements (tools/bench-capture's thread count): unnamed.
+    let extra = ProcessInfo.processInfo.environment["CRASH_FIXTURE_EXTRA_THREADS"].flatMap(Int.init) ?? 0
+    for _ in 0..<extra {
+        Thread.detachNewThread {
+            waiting.signal()
+            gate.wait()
+        }
+    }
+    for _ in 0..<(5 + extra) { waiting.wait() }
 }
 
 // MARK: - Running a fixture
