@@ -35,6 +35,9 @@ enum Fixture: String, CaseIterable {
     /// Four named threads, each waiting in its own function (waitInAlpha…waitInDelta), and one
     /// that blocks every signal; then the main thread crashes: the record lists them all.
     case namedThreadsThenCrash = "named-threads-then-crash"
+    /// Opens $CRASH_FIXTURE_UNLOADED before start and closes it after; opens $CRASH_FIXTURE_PLUGIN
+    /// after start and crashes inside its `plugin_crash()` (called from crash()).
+    case dlopenedLibraryCrash = "dlopened-library-crash"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -81,7 +84,25 @@ nonisolated(unsafe) var reportsDirectory = ""
         print("forceCrash returned")
     case .deepStack:
         sink &+= recurseThenCrash(60)
+    case .dlopenedLibraryCrash:
+        callPlugin()
     }
+}
+
+/// The library opened after start; its `plugin_crash()` writes through a null pointer.
+nonisolated(unsafe) var pluginCrash: (@convention(c) () -> Void)? = nil
+
+@inline(never) func callPlugin() {
+    pluginCrash?()
+    sink &+= 1
+}
+
+func openLibrary(_ variable: String) -> UnsafeMutableRawPointer {
+    guard let path = ProcessInfo.processInfo.environment[variable], let handle = dlopen(path, RTLD_NOW) else {
+        FileHandle.standardError.write(Data("cannot open $\(variable): \(String(cString: dlerror()))\n".utf8))
+        exit(5)
+    }
+    return handle
 }
 
 @inline(never) func indexOutOfRange(_ array: [Int], index: Int) -> Int {
@@ -216,6 +237,11 @@ if fixture == .previousHandlerChained {
     cfs_install_marker_handler(SIGSEGV, reportsDirectory + "/previous-handler.marker")
 }
 
+var unloadedAfterStart: UnsafeMutableRawPointer? = nil
+if fixture == .dlopenedLibraryCrash {
+    unloadedAfterStart = openLibrary("CRASH_FIXTURE_UNLOADED")   // in start's module table
+}
+
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
     do {
         try CrashReporter.start(fixtureConfiguration(reportsDirectory))
@@ -258,6 +284,11 @@ case .contextThenCrash:
     level1(fixture)
 case .namedThreadsThenCrash:
     startNamedThreads()
+    level1(fixture)
+case .dlopenedLibraryCrash:
+    if let unloadedAfterStart { dlclose(unloadedAfterStart) }
+    let plugin = openLibrary("CRASH_FIXTURE_PLUGIN")
+    pluginCrash = unsafeBitCast(dlsym(plugin, "plugin_crash"), to: (@convention(c) () -> Void).self)
     level1(fixture)
 case .threadsContextThenCrash:
     CrashReporter.log("main first")

@@ -107,6 +107,17 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var elapsedNanoseconds: UInt64
     }
 
+    /// The `modules` line: where the module lines came from.
+    public struct ModuleTable: Sendable, Equatable, Codable {
+        /// "link_map": the loader's list read at the crash; "install": the table made at start
+        /// (the walk failed), so libraries loaded or unloaded since start are missing or stale.
+        public var source: String
+        public var count: Int
+        /// "consistent", or "adding" / "deleting" when a dlopen or dlclose was under way.
+        public var loaderState: String
+        public var elapsedNanoseconds: UInt64?
+    }
+
     public struct Frame: Sendable, Equatable, Codable {
         public enum Kind: String, Sendable, Codable {
             /// Where the signal struck: look it up at its own address.
@@ -222,6 +233,8 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var otherThreads: [OtherThread] = []
     public var threadsSummary: ThreadsSummary?
     public var modules: [Module]
+    /// Absent in records written before the crash-time walk (and in non-fatal reports).
+    public var moduleTable: ModuleTable?
     public var nestedCrash: NestedCrash?
     public var watchdog: Watchdog?
     /// Time from the handler's first instruction to the record being durable (fsync + rename).
@@ -467,6 +480,10 @@ extension CrashRecord {
                 end: try Self.address(line, "end"),
                 bias: try Self.address(line, "bias"),
                 buildID: BuildID(hex: try Self.field(line, "build_id"))))
+        case "modules":
+            moduleTable = ModuleTable(
+                source: try Self.field(line, "source"), count: try Self.field(line, "count"),
+                loaderState: line["loader_state"] as? String ?? "", elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
         case "nested_crash":
             nestedCrash = NestedCrash(
                 signal: try Self.int32(line, "signo"),

@@ -265,6 +265,7 @@ public enum CrashReporter {
         switch getenv("CRASH_REPORTING_TEST_MISBEHAVIOUR").map({ String(cString: $0) }) {
         case "fault-in-handler": return 1
         case "hang-in-handler": return 2
+        case "modules-walk-fails": return 3
         default: return 0
         }
     }

@@ -29,7 +29,10 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound);
+/// The install-time module table (dl_iterate_phdr at start).
 void ccr_record_write_modules(ccr_writer *w);
+/// Any module table: one `module` line per entry.
+void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int count);
 /// Writes the end line, fdatasyncs, renames new/ → pending/, then appends the timing line.
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);

@@ -19,6 +19,7 @@
 
 #include "ccr_crashtime.h"
 #include "ccr_session.h"
+#include "ccr_modules_live.h"
 #include "ccr_threads.h"
 
 enum {
@@ -316,7 +317,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer *w = &handler_writer;
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
-    ccr_record_write_modules(w);
+    ccr_record_write_modules_at_crash(w);   // the loader's list now, else the table from start
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
     c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();
