@@ -22,6 +22,7 @@ struct CrashRecordTests {
             #"{"type":"stack","unwinder":"frame-pointer","frames":2,"depth":2,"truncated":false,"depth_is_lower_bound":false}"#,
             #"{"type":"thread","tid":44,"name":"masked","main":false,"crashed":false,"state":"blocked_signal"}"#,
             #"{"type":"thread","tid":45,"name":"slow","main":false,"crashed":false,"state":"no_answer"}"#,
+            #"{"type":"modules","source":"link_map","count":1,"loader_state":"consistent","elapsed_ns":4200}"#,
             #"{"type":"threads","total":4,"listed":4,"asked":2,"answered":1,"signo":64,"wait_ns":250000000,"elapsed_ns":251000000}"#,
             #"{"type":"end","elapsed_before_sync_ns":100}"#,
         ].joined(separator: "\n") + "\n"
@@ -36,6 +37,8 @@ struct CrashRecordTests {
         #expect(record.otherThreads[0].stack?.unwinder == "frame-pointer")
         #expect(record.otherThreads[1].frames.isEmpty && record.otherThreads[1].stack == nil)
         #expect(record.threadsSummary?.answered == 1 && record.threadsSummary?.waitNanoseconds == 250_000_000)
+        #expect(record.moduleTable?.source == "link_map" && record.moduleTable?.count == 1)
+        #expect(record.moduleTable?.loaderState == "consistent" && record.moduleTable?.elapsedNanoseconds == 4200)
         #expect(!record.isPartial)
     }
 
