@@ -266,6 +266,8 @@ public enum CrashReporter {
         case "fault-in-handler": return 1
         case "hang-in-handler": return 2
         case "modules-walk-fails": return 3
+        case "threads-stall-after-frame-pointers": return 4
+        case "threads-never-answer": return 5
         default: return 0
         }
     }

@@ -56,6 +56,44 @@ struct AllThreadsTests {
         #expect(watchdogs.count == 1 && watchdogs[0].frames.isEmpty)
     }
 
+    @Test("a thread whose libunwind walk is not done by the deadline keeps its frame-pointer walk")
+    func framePointerWalkAtDeadline() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: [
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "threads-stall-after-frame-pointers", "CRASH_FIXTURE_THREAD_WAIT_MS": "100",
+        ])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.watchdog == nil)
+        for (name, _) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name })
+            #expect(other.state == "answered")
+            #expect(other.stack?.unwinder == "frame-pointer")
+            #expect(other.frames.first?.kind == .programCounter)
+        }
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.waitNanoseconds >= 100_000_000, "waited \(summary.waitNanoseconds) ns")
+    }
+
+    @Test("threads that never answer are listed as such, and the wait is bounded by the watchdog's budget")
+    func neverAnswer() throws {
+        // Asked for 5 s; the watchdog's 2 s budget allows at most half of what is left (about 1 s).
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: [
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "threads-never-answer", "CRASH_FIXTURE_THREAD_WAIT_MS": "5000",
+        ])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.watchdog == nil, "the watchdog finished the record")
+        for (name, _) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name })
+            #expect(other.state == "no_answer")
+            #expect(other.frames.isEmpty && other.stack == nil)
+        }
+        #expect(record.otherThreads.first { $0.thread.name == "fixture-masked" }?.state == "blocked_signal")
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.answered == 0)
+        #expect(summary.waitNanoseconds >= 500_000_000 && summary.waitNanoseconds < 1_200_000_000, "waited \(summary.waitNanoseconds) ns")
+    }
+
     @Test("with threads turned off the record lists the crashed thread only")
     func threadsOff() throws {
         let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: ["CRASH_FIXTURE_THREADS_OFF": "1"])

@@ -48,6 +48,15 @@ static char status_text[4096];
 
 // MARK: - The answering side
 
+/// An asked thread stays in its handler while the process dies, like a debugger's all-stop.
+/// Returning would end its interrupted call early (sleep, nanosleep, poll and sem_wait are never
+/// restarted), and a thread that takes that for its cue to exit() ends the process before the
+/// record is durable (seen: a fixture's main thread in sleep(20) printed "did not crash" and
+/// exited). Bounded like wait_for_other_crash in the handler, in case the process lives on.
+static void stay_until_the_process_ends(void) {
+    for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
+}
+
 void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     (void)signo;
     int saved_errno = errno;
@@ -65,6 +74,10 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
             break;
         }
     }
+    if (slot != NULL && ccr_global.test_misbehaviour == 5) {   // test: no thread answers
+        stay_until_the_process_ends();
+        slot = NULL;
+    }
     int expected = CCR_SLOT_ASKED;
     if (slot == NULL || !atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_FP)) {
         errno = saved_errno;
@@ -80,6 +93,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     atomic_store(&slot->state, CCR_SLOT_FP_DONE);
 
     expected = CCR_SLOT_FP_DONE;
+    if (ccr_global.test_misbehaviour == 4) expected = -1;   // test: libunwind never finishes
     if (atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_LU)) {
         int depth = 0, lower_bound = 0;
         int kept = ccr_unwind_libunwind(ucontext, slot->lu_frames, ccr_threads.frames, &depth, &lower_bound);
@@ -88,12 +102,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
         slot->lu_lower_bound = lower_bound;
         atomic_store(&slot->state, kept > 0 ? CCR_SLOT_LU_DONE : CCR_SLOT_LU_FAILED);
     }
-    // Stay here while the process dies, like a debugger's all-stop. Returning would end the
-    // thread's interrupted call early (sleep, nanosleep, poll and sem_wait are never restarted),
-    // and a thread that takes that for its cue to exit() ends the process before the record is
-    // durable (seen: a fixture's main thread in sleep(20) printed "did not crash" and exited).
-    // Bounded like wait_for_other_crash in the handler, in case the process lives on.
-    for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
+    stay_until_the_process_ends();
     errno = saved_errno;
 }
 

@@ -25,7 +25,9 @@ typedef struct ccr_install_options {
     int watchdog_timeout_ms;
     /// Test knobs, read once here and never at crash time: 1 = fault inside the handler after the
     /// header is written; 2 = hang inside the handler before unwinding (the watchdog must finish);
-    /// 3 = the crash-time walk of the loader's list fails (the install-time table is written).
+    /// 3 = the crash-time walk of the loader's list fails (the install-time table is written);
+    /// 4 = asked threads store their frame-pointer walk but never finish libunwind's; 5 = asked
+    /// threads never answer.
     int test_misbehaviour;
     /// Other threads listed at a crash, each asked to unwind itself (Docs/Decisions/0010):
     /// at most this many (0: 256, the most; negative: the crashing thread only), ...
