@@ -23,7 +23,7 @@ static uint8_t note_buffer[4096];
 static ElfW(Phdr) phdr_buffer[64];
 
 /// Copies `length` bytes of this process's memory at `address` without risking a fault.
-/// Returns the number of bytes read (short at an unmapped page), or -1.
+/// Returns the number of bytes read (short at an unmapped page), or -1. Async-signal-safe.
 static long read_memory(uintptr_t address, void *out, size_t length) {
     if (address == 0) return -1;
     struct iovec local = {.iov_base = out, .iov_len = length};
@@ -31,12 +31,13 @@ static long read_memory(uintptr_t address, void *out, size_t length) {
     return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L);
 }
 
+/// All `length` bytes or -1. Async-signal-safe.
 static int read_exact(uintptr_t address, void *out, size_t length) {
     return read_memory(address, out, length) == (long)length ? 0 : -1;
 }
 
 /// A NUL-terminated string of at most `capacity - 1` bytes; read page by page so that a name
-/// near the end of a mapping still reads.
+/// near the end of a mapping still reads. Async-signal-safe.
 static int read_string(uintptr_t address, char *out, size_t capacity) {
     size_t used = 0;
     while (used + 1 < capacity) {
@@ -53,10 +54,12 @@ static int read_string(uintptr_t address, char *out, size_t capacity) {
     return 0;
 }
 
+/// Async-signal-safe.
 static size_t align_up(size_t value, size_t alignment) {
     return (value + alignment - 1) & ~(alignment - 1);
 }
 
+/// The GNU build-id from a PT_NOTE segment at `address`, if it has one. Async-signal-safe.
 static void read_build_id(uintptr_t address, size_t size, size_t alignment, ccr_module *m) {
     if (size > sizeof note_buffer) size = sizeof note_buffer;
     long n = read_memory(address, note_buffer, size);
@@ -80,6 +83,7 @@ static void read_build_id(uintptr_t address, size_t size, size_t alignment, ccr_
 }
 
 /// Fills `m` from the program headers at `phdr` (runtime address), read in one call. 0 on success.
+/// Async-signal-safe.
 static int read_segments(uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *m) {
     if (phnum <= 0 || phnum > (int)(sizeof phdr_buffer / sizeof phdr_buffer[0])) return -1;
     if (read_exact(phdr, phdr_buffer, (size_t)phnum * sizeof phdr_buffer[0]) != 0) return -1;
@@ -102,6 +106,7 @@ static int read_segments(uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *
 
 /// Program headers of a shared object: its ELF header is mapped at its bias (its first PT_LOAD
 /// maps file offset 0 at address 0, as every shared object and PIE the toolchains make does).
+/// Async-signal-safe.
 static int read_object(uintptr_t bias, ccr_module *m) {
     ElfW(Ehdr) header;
     if (read_exact(bias, &header, sizeof header) != 0) return -1;

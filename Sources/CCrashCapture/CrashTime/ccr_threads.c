@@ -53,6 +53,7 @@ static char status_text[4096];
 /// restarted), and a thread that takes that for its cue to exit() ends the process before the
 /// record is durable (seen: a fixture's main thread in sleep(20) printed "did not crash" and
 /// exited). Bounded like wait_for_other_crash in the handler, in case the process lives on.
+/// Async-signal-safe: poll.
 static void stay_until_the_process_ends(void) {
     for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
 }
@@ -108,7 +109,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
 
 // MARK: - The crashing side
 
-/// "/proc/self/task/<tid>/<leaf>" into `out` (at least 64 bytes).
+/// "/proc/self/task/<tid>/<leaf>" into `out` (at least 64 bytes). Async-signal-safe.
 static void task_path(char *out, int tid, const char *leaf) {
     static const char prefix[] = "/proc/self/task/";
     size_t n = 0;
@@ -127,6 +128,7 @@ static void task_path(char *out, int tid, const char *leaf) {
 }
 
 /// Reads up to `capacity - 1` bytes of a small /proc file, NUL-terminated. Returns the length or -1.
+/// Async-signal-safe: open, read, close.
 static int read_small_file(const char *path, char *buffer, size_t capacity) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
@@ -142,6 +144,7 @@ static int read_small_file(const char *path, char *buffer, size_t capacity) {
     return (int)used;
 }
 
+/// The thread's name from its comm file (15 bytes at most). Async-signal-safe.
 static void read_name(int tid, char name[17]) {
     char path[64];
     task_path(path, tid, "comm");
@@ -151,6 +154,7 @@ static void read_name(int tid, char name[17]) {
 }
 
 /// 1 when the thread blocks `signo` (SigBlk in its status), 0 when not, -1 when unreadable (gone).
+/// Async-signal-safe.
 static int blocks_signal(int tid, int signo) {
     char path[64];
     task_path(path, tid, "status");
@@ -177,6 +181,7 @@ static int blocks_signal(int tid, int signo) {
 
 /// Fills `listed` from /proc/self/task, leaving out the crashing thread. Returns how many were
 /// listed; `*total` gets how many other threads exist (the listing stops at the limit).
+/// Async-signal-safe: open, getdents64, close.
 static int list_threads(int crashed_tid, int *total) {
     *total = 0;
     int count = 0;
@@ -203,6 +208,7 @@ static int list_threads(int crashed_tid, int *total) {
     return count;
 }
 
+/// The record's word for a thread's answer. Async-signal-safe.
 static const char *state_name(int listed_state, int slot_state) {
     switch (listed_state) {
     case LISTED_BLOCKED: return "blocked_signal";
@@ -220,6 +226,7 @@ static const char *state_name(int listed_state, int slot_state) {
 }
 
 /// Writes one thread section; returns 1 when the thread answered with a complete walk.
+/// Async-signal-safe.
 static int write_thread(ccr_writer *w, const listed_thread *t) {
     int slot_state = CCR_SLOT_FREE;
     ccr_thread_slot *slot = t->slot >= 0 ? &ccr_threads.slots[t->slot] : NULL;
@@ -258,6 +265,7 @@ static int write_thread(ccr_writer *w, const listed_thread *t) {
     return 1;
 }
 
+/// A slot whose thread may still store a walk. Async-signal-safe.
 static int still_pending(int state) {
     return state == CCR_SLOT_ASKED || state == CCR_SLOT_WRITING_FP || state == CCR_SLOT_FP_DONE || state == CCR_SLOT_WRITING_LU;
 }

@@ -13,6 +13,7 @@
 /// The highest real-time signal whose action is still the default one. Libraries that take a
 /// real-time signal usually take the lowest (glibc keeps 32 and 33 for itself; timer_create and
 /// most runtimes count up from SIGRTMIN), so counting down from SIGRTMAX avoids them.
+/// Not async-signal-safe: only needed at install (SIGRTMIN/SIGRTMAX are glibc calls).
 static int choose_signal(void) {
     for (int signo = SIGRTMAX; signo >= SIGRTMIN; signo--) {
         struct sigaction current;
