@@ -254,6 +254,29 @@ struct CrashToolTests {
         #expect(text.contains("Images:"))
     }
 
+    @Test("other threads follow the crashed one, each with its name and its own function", arguments: BuildConfiguration.allCases)
+    func otherThreadsInText(_ configuration: BuildConfiguration) throws {
+        let (record, run) = try crashRecord("named-threads-then-crash", configuration)
+        let report = Symbolicator(locator: DebugFileLocator(options: .init(useSystemDebugDirectory: false, useDebuginfod: false)))
+            .symbolicate(record)
+        #expect(report.otherThreads.count == record.otherThreads.count)
+        for (name, function) in [("fixture-alpha", "waitInAlpha"), ("fixture-delta", "waitInDelta")] {
+            let thread = try #require(report.otherThreads.first { $0.name == name })
+            #expect(thread.state == "answered")
+            #expect(thread.frames.contains { ($0.function ?? "").contains("CrashFixture.\(function)()") }, "\(name): \(thread.frames.map { $0.function ?? "?" })")
+        }
+        let (status, text, _) = try crashtool(["symbolicate", run.pendingRecords[0].path])
+        #expect(status == 0)
+        let crashed = try #require(text.range(of: "Crashed thread"))
+        let alpha = try #require(text.range(of: #""fixture-alpha": "#))
+        let images = try #require(text.range(of: "Images:"))
+        #expect(crashed.lowerBound < alpha.lowerBound && alpha.lowerBound < images.lowerBound)
+        #expect(text.contains("CrashFixture.waitInAlpha() -> ()"))
+        #expect(text.contains(#""fixture-masked": blocks the signal that asks threads to unwind"#))
+        let json = try crashtool(["symbolicate", "--format", "json", run.pendingRecords[0].path]).1
+        #expect(try decodeReport(json).otherThreads.count == record.otherThreads.count)
+    }
+
     @Test("a record cut short symbolicates what it has and says it is partial")
     func partialRecord() throws {
         let (_, run) = try crashRecord("null-pointer-write", .debug)
