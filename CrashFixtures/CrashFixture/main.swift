@@ -1,6 +1,7 @@
 // CrashFixture: a program that crashes in a known way, through a fixed level1()…level5() chain, so
 // the integration tests can check every frame. Usage: CrashFixture <fixture> <reports-directory>
 // Set CRASH_FIXTURE_NO_REPORTER=1 to crash without CrashReporter (the Swift backtracer baseline).
+import CCrashCapture
 import CFixtureSupport
 import CrashReporting
 import Foundation
@@ -284,6 +285,9 @@ case .contextThenCrash:
     level1(fixture)
 case .namedThreadsThenCrash:
     startNamedThreads()
+    if ProcessInfo.processInfo.environment["CRASH_FIXTURE_TAKE_THREAD_SIGNAL"] == "1" {
+        signal(ccr_thread_capture_signal(), SIG_IGN)   // another library takes the signal after start
+    }
     level1(fixture)
 case .dlopenedLibraryCrash:
     if let unloadedAfterStart { dlclose(unloadedAfterStart) }

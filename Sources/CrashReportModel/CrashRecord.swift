@@ -79,7 +79,8 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var thread: Thread
         /// "answered" (frames follow), "no_answer" (it did not unwind itself in time),
         /// "blocked_signal" (it blocks the signal that asks), "exited", "crash_reporter" (the
-        /// watchdog, never asked); other words from newer writers are kept as they are.
+        /// watchdog, never asked), "not_asked" (another handler had taken the signal); other words
+        /// from newer writers are kept as they are.
         public var state: String
         public var frames: [Frame]
         public var stack: Stack?
@@ -102,6 +103,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var answered: Int
         /// The real-time signal that asked.
         public var signal: Int32
+        /// Its action was no longer ours at the crash (something installed another since start):
+        /// no thread was asked.
+        public var signalTaken: Bool
         /// Time spent waiting for answers, and in the whole collection.
         public var waitNanoseconds: UInt64
         public var elapsedNanoseconds: UInt64
@@ -470,7 +474,7 @@ extension CrashRecord {
             threadsSummary = ThreadsSummary(
                 total: try Self.field(line, "total"), listed: try Self.field(line, "listed"),
                 asked: try Self.field(line, "asked"), answered: try Self.field(line, "answered"),
-                signal: try Self.int32(line, "signo"),
+                signal: try Self.int32(line, "signo"), signalTaken: line["signal_taken"] as? Bool ?? false,
                 waitNanoseconds: try Self.unsignedField(line, "wait_ns"),
                 elapsedNanoseconds: try Self.unsignedField(line, "elapsed_ns"))
         case "module":

@@ -57,6 +57,7 @@ extension CrashReport {
                 case "blocked_signal": header += ": blocks the signal that asks threads to unwind"
                 case "exited": header += ": exited during the crash"
                 case "crash_reporter": header += ": the crash reporter's watchdog"
+                case "not_asked": header += ": not asked (another handler had taken the signal that asks)"
                 default: header += state.isEmpty ? "" : ": \(state)"
                 }
             }

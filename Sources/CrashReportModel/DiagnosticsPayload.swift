@@ -260,7 +260,7 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public var is_main: Bool
         public var frames: [Frame]
         /// Extension: another thread's answer at the crash ("answered", "no_answer",
-        /// "blocked_signal", "exited", "crash_reporter"); absent for the crashed thread.
+        /// "blocked_signal", "exited", "crash_reporter", "not_asked"); absent for the crashed thread.
         public var state: String?
 
         public init(id: Int, name: String, crashed: Bool, is_main: Bool, frames: [Frame], state: String? = nil) {

@@ -94,6 +94,21 @@ struct AllThreadsTests {
         #expect(summary.waitNanoseconds >= 500_000_000 && summary.waitNanoseconds < 1_200_000_000, "waited \(summary.waitNanoseconds) ns")
     }
 
+    @Test("when another handler took the signal since start, threads are listed but not asked")
+    func signalTaken() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: ["CRASH_FIXTURE_TAKE_THREAD_SIGNAL": "1"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.signalTaken)
+        #expect(summary.asked == 0 && summary.answered == 0)
+        for (name, _) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name })
+            #expect(other.state == "not_asked")
+            #expect(other.frames.isEmpty)
+        }
+    }
+
     @Test("with threads turned off the record lists the crashed thread only")
     func threadsOff() throws {
         let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: ["CRASH_FIXTURE_THREADS_OFF": "1"])

@@ -40,7 +40,7 @@ typedef struct listed_thread {
     char name[17];
 } listed_thread;
 
-enum { LISTED_ASKED, LISTED_BLOCKED, LISTED_EXITED, LISTED_REPORTER };
+enum { LISTED_ASKED, LISTED_BLOCKED, LISTED_EXITED, LISTED_REPORTER, LISTED_NOT_ASKED };
 
 static listed_thread listed[CCR_THREADS_MAX];
 static char dirents[4096];
@@ -214,6 +214,7 @@ static const char *state_name(int listed_state, int slot_state) {
     case LISTED_BLOCKED: return "blocked_signal";
     case LISTED_EXITED: return "exited";
     case LISTED_REPORTER: return "crash_reporter";
+    case LISTED_NOT_ASKED: return "not_asked";
     default: break;
     }
     switch (slot_state) {
@@ -275,6 +276,11 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     uint64_t began = ccr_now_ns(CLOCK_MONOTONIC);
     int total = 0;
     int count = list_threads(crashed_tid, &total);
+    // Someone may have taken the signal since start (a handler installed later replaces ours):
+    // then sending it would run their handler in every thread. List the threads, ask none.
+    struct sigaction current;
+    int signal_ours = sigaction(ccr_threads.signo, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+                      current.sa_sigaction == ccr_threads_answer;
 
     // Arm every slot before the first signal: an answer may arrive while later ones are armed.
     int asked = 0;
@@ -286,8 +292,10 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
             t->state = LISTED_REPORTER;
             continue;
         }
-        int blocked = blocks_signal(t->tid, ccr_threads.signo);
-        if (blocked < 0) {
+        int blocked = signal_ours ? blocks_signal(t->tid, ccr_threads.signo) : 0;
+        if (!signal_ours) {
+            t->state = LISTED_NOT_ASKED;
+        } else if (blocked < 0) {
             t->state = LISTED_EXITED;
         } else if (blocked) {
             t->state = LISTED_BLOCKED;
@@ -343,6 +351,8 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     ccr_writer_int(w, answered);
     ccr_writer_key(w, "signo", 0);
     ccr_writer_int(w, ccr_threads.signo);
+    ccr_writer_key(w, "signal_taken", 0);
+    ccr_writer_text(w, signal_ours ? "false" : "true");
     ccr_writer_key(w, "wait_ns", 0);
     ccr_writer_uint(w, waited);
     ccr_writer_key(w, "elapsed_ns", 0);

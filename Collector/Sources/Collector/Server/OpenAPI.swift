@@ -241,7 +241,7 @@ enum OpenAPI {
               "crashed": {"type": "boolean"},
               "is_main": {"type": "boolean"},
               "frames": {"type": "array", "maxItems": 50, "items": {"$ref": "#/components/schemas/Frame"}},
-              "state": {"description": "Extension: another thread's answer at the crash (answered, no_answer, blocked_signal, exited, crash_reporter); absent for the crashed thread.", "type": "string"}
+              "state": {"description": "Extension: another thread's answer at the crash (answered, no_answer, blocked_signal, exited, crash_reporter, not_asked); absent for the crashed thread.", "type": "string"}
             }
           },
           "Frame": {
