@@ -27,6 +27,9 @@ extension CrashReport {
             out.append("Message:   \(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         if let nestedCrash { out.append("Note:      the handler itself faulted (signal \(nestedCrash.signal)) at stage \(nestedCrash.stage); the record stops there") }
+        if moduleTableSource == "install" {
+            out.append("Note:      the module table is the one made at start (reading it at the crash failed): libraries opened or closed since are missing or stale")
+        }
         if let watchdog { out.append("Note:      the handler stalled; the watchdog finished the record after \(watchdog.waitedMilliseconds) ms") }
         for problem in problems { out.append("Problem:   \(problem)") }
         out.append("")

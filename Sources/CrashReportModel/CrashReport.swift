@@ -111,6 +111,9 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var otherThreads: [Thread] = []
     public var stack: CrashRecord.Stack?
     public var images: [Image]
+    /// Where the record's module table came from ("link_map": read at the crash; "install": the
+    /// table made at start, because the walk failed); nil in records without a modules line.
+    public var moduleTableSource: String?
     public var nestedCrash: CrashRecord.NestedCrash?
     public var watchdog: CrashRecord.Watchdog?
     public var isPartial: Bool

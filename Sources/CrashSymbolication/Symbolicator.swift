@@ -56,6 +56,7 @@ public final class Symbolicator: Symbolicating {
             stack: record.stack, images: images, nestedCrash: record.nestedCrash, watchdog: record.watchdog,
             isPartial: record.isPartial, problems: record.problems)
         report.otherThreads = others
+        report.moduleTableSource = record.moduleTable?.source
         report.userID = record.userID
         report.customKeys = record.customKeys
         report.breadcrumbs = record.breadcrumbs

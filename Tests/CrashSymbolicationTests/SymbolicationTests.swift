@@ -277,6 +277,19 @@ struct CrashToolTests {
         #expect(try decodeReport(json).otherThreads.count == record.otherThreads.count)
     }
 
+    @Test("a record whose module table is the one from start says so")
+    func moduleTableFromStart() throws {
+        let (_, run) = try crashRecord("null-pointer-write", .debug)
+        let original = try String(contentsOf: run.pendingRecords[0], encoding: .utf8)
+        #expect(original.contains(#"{"type":"modules","source":"link_map""#))
+        #expect(!(try crashtool(["symbolicate", run.pendingRecords[0].path]).1.contains("module table is the one made at start")))
+        let file = temporaryFolder("install-table").appendingPathExtension("crash")
+        try Data(original.replacingOccurrences(of: #""source":"link_map""#, with: #""source":"install""#).utf8).write(to: file)
+        let (status, text, _) = try crashtool(["symbolicate", file.path])
+        #expect(status == 0)
+        #expect(text.contains("Note:      the module table is the one made at start"))
+    }
+
     @Test("a record cut short symbolicates what it has and says it is partial")
     func partialRecord() throws {
         let (_, run) = try crashRecord("null-pointer-write", .debug)
