@@ -66,7 +66,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext);
 /// At a crash, after the crashing thread's own stack line: lists every other thread, asks those
 /// that can answer to unwind themselves, waits at most the configured time (and never more than
 /// half of the watchdog's remaining budget), and writes a thread section for each, then one
-/// `threads` summary line. Async-signal-safe: open, read, close, getdents64, tgkill, poll.
+/// `threads` summary line. Async-signal-safe: open, read, close, getdents64, tgkill, nanosleep.
 void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns);
 
 #endif
