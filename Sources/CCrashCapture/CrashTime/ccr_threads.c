@@ -336,7 +336,7 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 200000};
         nanosleep(&pause, NULL);
     }
-    uint64_t waited = ccr_now_ns(CLOCK_MONOTONIC) - began;
+    uint64_t waited = ccr_now_ns(CLOCK_MONOTONIC) - now;   // from the last signal sent
 
     int answered = 0;
     for (int i = 0; i < count; i++) answered += write_thread(w, &listed[i]);
