@@ -48,8 +48,11 @@ func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configura
     upload.crashOnLaunchWindow = milliseconds("CRASH_FIXTURE_CRASH_ON_LAUNCH_WINDOW_MS") ?? .seconds(5)
     upload.periodicInterval = milliseconds("CRASH_FIXTURE_PERIODIC_MS")
     upload.beaconBatch = environment["CRASH_FIXTURE_BEACON_BATCH"].flatMap(Int.init) ?? 20
-    return CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory, appVersion: "1.0.0",
-                                       buildNumber: "42", environment: "staging", upload: upload)
+    var configuration = CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory,
+                                                    appVersion: "1.0.0", buildNumber: "42", environment: "staging", upload: upload)
+    if environment["CRASH_FIXTURE_THREADS_OFF"] == "1" { configuration.threads = .disabled }
+    if let wait = milliseconds("CRASH_FIXTURE_THREAD_WAIT_MS") { configuration.threads.wait = wait }
+    return configuration
 }
 
 func statusLine() -> String {

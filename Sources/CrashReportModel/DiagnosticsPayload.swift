@@ -259,13 +259,17 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public var crashed: Bool
         public var is_main: Bool
         public var frames: [Frame]
+        /// Extension: another thread's answer at the crash ("answered", "no_answer",
+        /// "blocked_signal", "exited", "crash_reporter", "not_asked"); absent for the crashed thread.
+        public var state: String?
 
-        public init(id: Int, name: String, crashed: Bool, is_main: Bool, frames: [Frame]) {
+        public init(id: Int, name: String, crashed: Bool, is_main: Bool, frames: [Frame], state: String? = nil) {
             self.id = id
             self.name = name
             self.crashed = crashed
             self.is_main = is_main
             self.frames = frames
+            self.state = state
         }
     }
 

@@ -31,6 +31,8 @@ public enum CrashReporter {
         /// `oom_kill` with the memory before the end; nil turns it off. Off the hot path: one
         /// thread, two small file reads and a 3 KB file rewrite per sample.
         public var memorySampleInterval: Duration? = .seconds(5)
+        /// Other threads' stacks at a crash.
+        public var threads: ThreadCapture = ThreadCapture()
 
         public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
                     appName: String? = nil, buildNumber: String = "", environment: String = "production",
@@ -44,6 +46,27 @@ public enum CrashReporter {
             self.environment = environment
             self.upload = upload
         }
+    }
+
+    /// At a crash, every other thread is listed (id, name) and asked, by a real-time signal, to
+    /// unwind itself; the record keeps what answered within `wait` (never more than half of the
+    /// watchdog's budget). Docs/Decisions/0010-all-threads.md.
+    public struct ThreadCapture: Sendable, Equatable {
+        /// Other threads listed at most (1…256); 0 records the crashing thread only.
+        public var maxThreads: Int
+        /// Frames kept per other thread (1…64).
+        public var framesPerThread: Int
+        /// Longest wait for all answers together.
+        public var wait: Duration
+
+        public init(maxThreads: Int = 256, framesPerThread: Int = 32, wait: Duration = .milliseconds(250)) {
+            self.maxThreads = maxThreads
+            self.framesPerThread = framesPerThread
+            self.wait = wait
+        }
+
+        /// The crashing thread only.
+        public static let disabled = ThreadCapture(maxThreads: 0)
     }
 
     /// Why `start` refused. Nothing is left installed when it throws.
@@ -219,6 +242,8 @@ public enum CrashReporter {
     private static func install(_ configuration: Configuration, directory: String, recordID: String) throws {
         let components = configuration.watchdogTimeout.components
         let timeoutMilliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+        let threads = configuration.threads
+        let waitMilliseconds = threads.wait.components.seconds * 1000 + threads.wait.components.attoseconds / 1_000_000_000_000_000
         var errorBuffer = [CChar](repeating: 0, count: 512)
         let result = directory.withCString { reportsDirectory in
             recordID.withCString { recordID in
@@ -230,7 +255,10 @@ public enum CrashReporter {
                             app_id: appID,
                             app_version: appVersion,
                             watchdog_timeout_ms: Int32(clamping: max(timeoutMilliseconds, 1)),
-                            test_misbehaviour: testMisbehaviour())
+                            test_misbehaviour: testMisbehaviour(),
+                            thread_limit: threads.maxThreads <= 0 ? -1 : Int32(clamping: min(threads.maxThreads, 256)),
+                            thread_frames: Int32(clamping: min(max(threads.framesPerThread, 1), 64)),
+                            thread_wait_ms: Int32(clamping: max(waitMilliseconds, 1)))
                         return ccr_install(&options, &errorBuffer, errorBuffer.count)
                     }
                 }
@@ -247,6 +275,9 @@ public enum CrashReporter {
         switch getenv("CRASH_REPORTING_TEST_MISBEHAVIOUR").map({ String(cString: $0) }) {
         case "fault-in-handler": return 1
         case "hang-in-handler": return 2
+        case "modules-walk-fails": return 3
+        case "threads-stall-after-frame-pointers": return 4
+        case "threads-never-answer": return 5
         default: return 0
         }
     }

@@ -66,12 +66,15 @@ struct PayloadBuilder {
     func entry(record: CrashRecord, report: CrashReport) -> DiagnosticsPayload.CrashReportEntry {
         let kind = Self.kind(of: record)
         let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
-        let frames = report.crashedThread.frames.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
-            DiagnosticsPayload.Frame(
-                index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
-                module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
-                function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+        func payloadFrames(_ frames: [CrashReport.Frame]) -> [DiagnosticsPayload.Frame] {
+            frames.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
+                DiagnosticsPayload.Frame(
+                    index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
+                    module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
+                    function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+            }
         }
+        let frames = payloadFrames(report.crashedThread.frames)
         // Symbolicated when every module a frame points into had a matching binary or debug file
         // here, and the app's own modules had debug info (a stripped binary at its recorded path
         // matches, but names none of its frames: the server must finish that report).
@@ -117,9 +120,15 @@ struct PayloadBuilder {
         let thread = DiagnosticsPayload.ThreadInfo(
             id: Int(report.crashedThread.id), name: report.crashedThread.name, crashed: kind == "crash",
             is_main: report.crashedThread.isMain, frames: frames)
+        // The crashed thread first, then every other thread the record lists (seed 000's
+        // thread_info is an array; each keeps at most 50 frames).
+        let others = report.otherThreads.map {
+            DiagnosticsPayload.ThreadInfo(id: Int($0.id), name: $0.name, crashed: false, is_main: $0.isMain,
+                                          frames: payloadFrames($0.frames), state: $0.state)
+        }
         return .init(
             timestamp: Timestamp.iso8601(record.timestamp), exception_type: type, exception_message: message,
-            stack_trace: frames.map(Self.line(of:)), thread_info: frames.isEmpty && kind != "crash" ? [] : [thread],
+            stack_trace: frames.map(Self.line(of:)), thread_info: frames.isEmpty && kind != "crash" ? [] : [thread] + others,
             report_id: record.id, kind: kind, symbolicated: symbolicated, is_partial: record.isPartial,
             images: payloadImages,
             signal: record.signal.map {

@@ -208,6 +208,42 @@ struct PipelineUnitTests {
         #expect(entry(appHasDebugInfo: true, function: "Server.handle()").symbolicated == true)
     }
 
+    @Test("other threads follow the crashed one in thread_info and in Sentry's threads, with their stacks")
+    func otherThreads() throws {
+        let header = #"{"format":"swift-crash-reporting.crash-record","version":2,"id":"6f1c1e4e-2b0a-4c1e-9a57-6f4f1d2f9c11","app_id":"com.example.app","app_version":"2.0","pid":1,"timestamp_ns":1763683200000000000,"arch":"x86_64"}"#
+        let signal = #"{"type":"signal","signo":11,"name":"SIGSEGV","code":1,"code_name":"SEGV_MAPERR","fault_address":"0x0"}"#
+        let record = try CrashRecord(data: Data((header + "\n" + signal + "\n{\"type\":\"end\"}\n").utf8), source: "test")
+        func frame(_ index: Int, _ function: String) -> CrashReport.Frame {
+            CrashReport.Frame(index: index, address: Address(0x5000 + UInt64(index)), module: "/srv/app/Server", moduleOffset: Address(0x4000),
+                              function: function, symbol: nil, file: nil, line: nil, column: nil, isInlined: false, note: nil)
+        }
+        var report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
+                                 timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
+                                 fatalMessage: nil, crashedThread: .init(id: 1, name: "main", isMain: true, frames: [frame(0, "crash()")]),
+                                 stack: nil, images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+        report.otherThreads = [
+            .init(id: 2, name: "worker", isMain: false, frames: (0..<60).map { frame($0, "work\($0)()") }, state: "answered"),
+            .init(id: 3, name: "masked", isMain: false, frames: [], state: "blocked_signal"),
+        ]
+        var payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
+        let threads = payload.crash_reports[0].thread_info
+        #expect(threads.map(\.id) == [1, 2, 3])
+        #expect(threads.map(\.crashed) == [true, false, false])
+        #expect(threads.map(\.state) == [nil, "answered", "blocked_signal"])
+        #expect(threads[1].frames.count == 50)   // seed 000's frame limit holds per thread
+        #expect(payload.crash_reports[0].stack_trace.count == 1)   // the crashed thread's only
+        PayloadLimits.apply(&payload)
+        let event = SentryEvent.make(from: payload, eventID: "e")
+        let values = try #require((event["threads"] as? [String: Any])?["values"] as? [[String: Any]])
+        #expect(values.map { $0["id"] as? Int } == [1, 2, 3])
+        #expect(values.map { $0["current"] as? Bool } == [true, false, false])
+        #expect(values[0]["stacktrace"] == nil)   // the crashed thread's stack is the exception's
+        let workerFrames = try #require((values[1]["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]])
+        #expect(workerFrames.first?["function"] as? String == "work49()")   // outermost first
+        #expect(values[2]["stacktrace"] == nil)
+        #expect(JSONSerialization.isValidJSONObject(event))
+    }
+
     @Test("Sentry: DSN, debug_id from a GNU build-id, rate-limit headers, event shape")
     func sentry() throws {
         let dsn = try #require(SentryTransport.DSN("http://abc123@127.0.0.1:8000/sentry/42"))

@@ -42,9 +42,9 @@ void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int d
     ccr_writer_text(w, "}\n");
 }
 
-void ccr_record_write_modules(ccr_writer *w) {
-    for (int i = 0; i < ccr_global.module_count; i++) {
-        const ccr_module *m = &ccr_global.modules[i];
+void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int count) {
+    for (int i = 0; i < count; i++) {
+        const ccr_module *m = &table[i];
         ccr_writer_text(w, "{\"type\":\"module\"");
         ccr_writer_key(w, "path", 0);
         ccr_writer_json_string(w, m->path, sizeof m->path);
@@ -58,6 +58,10 @@ void ccr_record_write_modules(ccr_writer *w) {
         ccr_writer_hex_bytes(w, m->build_id, m->build_id_length);
         ccr_writer_text(w, "}\n");
     }
+}
+
+void ccr_record_write_modules(ccr_writer *w) {
+    ccr_record_write_module_table(w, ccr_global.modules, ccr_global.module_count);
 }
 
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {

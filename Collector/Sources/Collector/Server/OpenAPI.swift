@@ -283,7 +283,8 @@ enum OpenAPI {
               "name": {"type": "string"},
               "crashed": {"type": "boolean"},
               "is_main": {"type": "boolean"},
-              "frames": {"type": "array", "maxItems": 50, "items": {"$ref": "#/components/schemas/Frame"}}
+              "frames": {"type": "array", "maxItems": 50, "items": {"$ref": "#/components/schemas/Frame"}},
+              "state": {"description": "Extension: another thread's answer at the crash (answered, no_answer, blocked_signal, exited, crash_reporter, not_asked); absent for the crashed thread.", "type": "string"}
             }
           },
           "Frame": {
