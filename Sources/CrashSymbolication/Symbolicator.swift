@@ -78,6 +78,11 @@ public final class Symbolicator: Symbolicating {
                          symbols: source, hasDebugInfo: hasDebugInfo)
         }
 
+        for index in frames.indices {
+            let frame = frames[index]
+            frames[index].origin = CrashGrouping.origin(function: frame.function, file: frame.file, module: frame.module.map(fileName(of:)),
+                                                        modulePath: frame.module)
+        }
         let thread = record.thread
         var report = CrashReport(
             recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: record.processID,
