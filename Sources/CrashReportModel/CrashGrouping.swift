@@ -231,7 +231,7 @@ public enum CrashGrouping {
         for folder in ["CCrashCapture", "CrashReporting", "CrashReportModel", "CrashSymbolication", "CrashReportingLogging"] {
             if path.contains("/Sources/\(folder)/") || path.hasPrefix("Sources/\(folder)/") { return .reporter }
         }
-        for marker in ["/swift/stdlib/", "/swift/include/", "/swift/lib/", "/swift-corelibs-", "/swift-foundation/",
+        for marker in ["/swift/stdlib/", "/swift/include/swift/", "/swift-corelibs-", "/swift-foundation/",
                        "/swift-foundation-icu/", "/llvm-project/", "/usr/include/", "/glibc-", "/glibc/"] where path.contains(marker) {
             return .system
         }
