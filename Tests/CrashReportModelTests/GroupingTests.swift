@@ -127,6 +127,26 @@ struct GroupingTests {
         #expect(CrashGrouping.origin(function: "static CrashReporting.CrashReporter.forceCrash() -> ()", file: nil, module: "CrashFixture", modulePath: Self.app) == .reporter)
     }
 
+    @Test func aTaskInAStaticStdlibBuildIsSignedByTheAppsAsyncFunctionOnly() throws {
+        // --static-swift-stdlib: the concurrency runtime and Dispatch are in the app binary.
+        let frames = [
+            Self.frame(0, "RWServer", "Swift runtime failure: Division by zero", file: "/<compiler-generated>", inlined: true),
+            Self.frame(0, "RWServer", "(1) suspend resume partial function for RWServer.ShardedReport.computeShard(for: Swift.String) async -> Swift.Int",
+                       file: "/srv/rw/Sources/RWServer/Reports.swift", line: 30),
+            Self.frame(1, "RWServer", "swift::runJobInEstablishedExecutorContext(swift::Job*)",
+                       file: "/home/build-user/swift/stdlib/public/Concurrency/Actor.cpp", line: 1400),
+            Self.frame(2, "RWServer", "swift_job_run"),
+            Self.frame(3, "RWServer", "_dispatch_root_queue_drain"),
+            Self.frame(4, "RWServer", "_dispatch_worker_thread2"),
+            Self.frame(5, "RWServer", "start_with_altstack"),
+            Self.frame(6, "libc.so.6", "start_thread", file: "./nptl/./nptl/pthread_create.c", line: 447),
+        ]
+        let key = try #require(CrashGrouping.issueKey(for: Self.entry(frames, message: "Swift runtime failure: Division by zero",
+                                                                      images: ["/srv/rw/RWServer"])))
+        #expect(key.signature == "crash|Division by zero|ShardedReport.computeShard(for:)")
+        #expect(key.title == "ShardedReport.computeShard(for:) — Division by zero")
+    }
+
     @Test func wrappersCountAsTheFunctionTheyWrap() {
         let names = [
             "function signature specialization <Arg[1] = Dead> of RWServer.Pagination.pageItems(_: Swift.Int) -> [Swift.Int]",
