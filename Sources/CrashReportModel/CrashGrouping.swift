@@ -301,7 +301,10 @@ public enum CrashGrouping {
     /// The name a person reads: `swift-demangle --simplified`'s form of a Swift name
     /// ("Pagination.pageItems(_:)"), other names as they are.
     public static func displayName(_ function: String) -> String {
-        SwiftNames.simplified(function)
+        let simplified = SwiftNames.simplified(function)
+        // swift-demangle prints a top-level closure's context as nothing ("closure #5 in "): name the module.
+        guard simplified.hasSuffix(" in "), let module = swiftModule(of: function) else { return simplified }
+        return simplified + module
     }
 
     /// The name that goes into a signature: the display name of the function a wrapper wraps
@@ -313,7 +316,7 @@ public enum CrashGrouping {
         var text = name.trimmingCharacters(in: .whitespaces)
         if let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
         text = replacing(text, Patterns.location, with: "")   // "at file:line"
-        text = SwiftNames.simplified(text)
+        text = displayName(text)
         var stripping = true
         while stripping {
             stripping = false

@@ -171,6 +171,10 @@ struct GroupingTests {
         #expect(CrashGrouping.groupingName("outlined copy of RWServer.Profile?") == nil)
         #expect(CrashGrouping.groupingName("closure #12 in App.run() at 0xdeadbeef") == "closure in run()")
         #expect(CrashGrouping.groupingName("0x1234") == nil)
+        // A top-level closure: swift-demangle prints its context as nothing; people read the module.
+        #expect(CrashGrouping.displayName("closure #5 () async -> () in CrashFixture") == "closure #5 in CrashFixture")
+        #expect(CrashGrouping.groupingName("(1) suspend resume partial function for closure #5 () async -> () in CrashFixture")
+                == "closure in CrashFixture")
         #expect(SwiftNames.isAsync("(1) suspend resume partial function for RWServer.loadProfile(id: Swift.Int) async throws -> RWServer.Profile"))
         #expect(SwiftNames.isAsync("RWServer.loadProfile(id: Swift.Int) async throws -> RWServer.Profile"))
         #expect(!SwiftNames.isAsync("RWServer.Pagination.pageItems(_: Swift.Int) -> [Swift.Int]"))
