@@ -1,5 +1,7 @@
 // The text form of a report: what `crashtool symbolicate` prints, read like a good crash log —
-// what crashed and why first, then the crashed thread's frames, the other threads, then the images.
+// what crashed and why first (with the issue it groups into), then the crashed thread's frames —
+// short Swift names, system and reporter frames tagged as Swift's backtracer tags them — the other
+// threads, then the images.
 import Foundation
 
 extension CrashReport {
@@ -23,6 +25,10 @@ extension CrashReport {
             out.append(line)
         }
         out.append("Reason:    \(reason)")
+        if let issue = CrashGrouping.issueKey(for: groupingEntry) {
+            out.append("Issue:     \(issue.title)")
+            out.append("Signature: \(issue.signature)  (grouping rule \(issue.ruleVersion))")
+        }
         if let fatalMessage, !reason.contains(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines)) {
             out.append("Message:   \(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
@@ -119,7 +125,10 @@ func frameLine(_ frame: CrashReport.Frame, moduleWidth: Int) -> String {
     var line = padded("#\(frame.index)", 4) + " "
     line += padded(module, moduleWidth) + "  "
     if let function = frame.function {
-        line += (frame.isInlined ? "[inlined] " : "") + function
+        // Swift's backtracer's tags; the full name is in --format json.
+        let origin = frame.origin ?? CrashGrouping.origin(function: function, file: frame.file, module: module, modulePath: frame.module)
+        line += (frame.isInlined ? "[inlined] " : "") + (origin == .app ? "" : "[\(origin.rawValue)] ")
+            + (SwiftNames.isAsync(function) ? "[async] " : "") + CrashGrouping.displayName(function)
     } else {
         line += "\(frame.address)" + (frame.moduleOffset.map { " (\(module) + \($0))" } ?? "")
     }

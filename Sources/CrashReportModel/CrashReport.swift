@@ -57,6 +57,9 @@ public struct CrashReport: Sendable, Codable, Equatable {
         public var isInlined: Bool
         /// A caveat, such as "binary changed since the crash".
         public var note: String?
+        /// Whose code this is (CrashGrouping): the app's, the system's or the reporter's; nil when
+        /// not worked out. Views dim what is not the app's.
+        public var origin: CrashGrouping.Origin?
 
         public init(index: Int, address: Address, module: String?, moduleOffset: Address?, function: String?,
                     symbol: String?, file: String?, line: Int?, column: Int?, isInlined: Bool, note: String?) {

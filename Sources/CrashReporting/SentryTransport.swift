@@ -205,7 +205,11 @@ enum SentryEvent {
         let paths = Dictionary(entry.images.map { (fileName(of: $0.path), $0.path) }, uniquingKeysWith: { first, _ in first })
         return frames.reversed().map { frame -> [String: Any] in
             var out: [String: Any] = ["instruction_addr": frame.address, "in_app": entry.isInApp(frame)]
-            if let function = frame.function { out["function"] = function }
+            if let function = frame.function {
+                // Sentry's two names: the short one people read, and the full demangled one.
+                out["function"] = CrashGrouping.displayName(function)
+                if out["function"] as? String != function { out["raw_function"] = function }
+            }
             if let file = frame.file {
                 out["filename"] = fileName(of: file)
                 out["abs_path"] = file

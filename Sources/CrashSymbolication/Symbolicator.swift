@@ -106,6 +106,12 @@ public final class Symbolicator: Symbolicating {
                 }
             }
         }
+        // Where each frame's code comes from (the grouping rule's; system and reporter frames are tagged).
+        for index in frames.indices {
+            let frame = frames[index]
+            frames[index].origin = CrashGrouping.origin(function: frame.function, file: frame.file, module: frame.module.map(fileName(of:)),
+                                                        modulePath: frame.module)
+        }
         return frames
     }
 
@@ -115,9 +121,11 @@ public final class Symbolicator: Symbolicating {
             return "non-fatal: \(error.domain) \(error.code): \(error.message)"
         }
         if let termination = record.termination {
-            return termination.kind == "abnormal"
-                ? "abnormal termination: the process ended without a crash record or a clean exit (SIGKILL, OOM killer, power loss)"
-                : "crash without a readable record: the handler could not write it"
+            switch termination.kind {
+            case "crash_without_record": return "crash without a readable record: the handler could not write it"
+            case "oom_kill": return "killed by the OOM killer: its memory cgroup's OOM-kill counter rose while it ran"
+            default: return "abnormal termination: the process ended without a crash record or a clean exit (SIGKILL, OOM killer, power loss)"
+            }
         }
         // -O traps: the reason survives only as an inlined frame at the trap address.
         if let failure = frames.first(where: { $0.index == 0 && ($0.function ?? "").hasPrefix("Swift runtime failure: ") })?.function {

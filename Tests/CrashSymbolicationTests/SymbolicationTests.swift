@@ -273,7 +273,8 @@ struct CrashToolTests {
         #expect(text.contains("Signal:    SIGILL (4) ILL_ILLOPN"))
         #expect(text.contains("Reason:    CrashFixture/main.swift:"))
         #expect(text.contains("Unexpectedly found nil while unwrapping an Optional value"))
-        #expect(text.contains("CrashFixture.level5(CrashFixture.Fixture) -> ()  (/"))
+        #expect(text.contains("level5(_:)  (/"))   // the short name; the full one is in --format json
+        #expect(text.contains("Issue:     forceUnwrap(_:) — Unexpectedly found nil while unwrapping an Optional value"))
         #expect(text.contains("Crashed thread"))
         #expect(text.contains("Images:"))
     }

@@ -39,7 +39,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(issue["event_count"] as? Int == 3)
             #expect(issue["user_count"] as? Int == 2)
             #expect(issue["versions"] as? [String] == ["2.1.0", "2.2.0"])
-            #expect(issue["title"] as? String == "main.crash()")
+            #expect(issue["title"] as? String == "crash() — SIGSEGV")
             #expect(issue["subtitle"] as? String == "SIGSEGV: invalid memory access at 0x0")
             #expect(issue["first_seen"] as? String == "2026-02-17T09:00:00.000Z")
             #expect(issue["bundle_id"] as? String == "com.example.crashdemo")
@@ -71,6 +71,9 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(frames[0]["function"] as? String == "main.crash()")
             #expect(frames[0]["line"] as? Int == 12)
             #expect(frames[0]["in_app"] as? Bool == true)
+            #expect(frames[0]["display_function"] as? String == "crash()")
+            #expect(frames[0]["origin"] as? String == "app")
+            #expect(frames[2]["origin"] as? String == "system")
             #expect(frames[2]["module"] as? String == "libc.so.6")
             #expect(frames[2]["in_app"] as? Bool == false)
             #expect((event["logs"] as? [Any])?.count == 2)
@@ -210,7 +213,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             let home = try await collector.read("/")
             #expect(home.status == 200)
             #expect(home.header("Content-Type")?.hasPrefix("text/html") == true)
-            #expect(home.text.contains("main.crash()"))
+            #expect(home.text.contains("crash() — SIGSEGV"))
             #expect(home.text.contains("SIGSEGV: invalid memory access at 0x0"))
             #expect(home.text.contains("Connect App"))
             #expect(home.text.contains("Crash-free"))
@@ -218,7 +221,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             let issues = try await collector.store.issues(.init(kind: "crash"))
             let page = try await collector.read("/issues/\(try #require(issues.first).id)")
             #expect(page.status == 200)
-            for expected in ["main.crash()", "/src/Examples/CrashDemo/main.swift:12", "libc.so.6", "Failed to fetch feed: HTTP 500",
+            for expected in ["crash() — SIGSEGV", "/src/Examples/CrashDemo/main.swift:12", "libc.so.6", "Failed to fetch feed: HTTP 500",
                              "https://api.example.com/v1/feed/[ID]?date=[REDACTED]", "plan", "QEMU Standard PC", "CrashDemo",
                              "user-1234", "Breadcrumbs"] {
                 #expect(page.text.contains(h(expected)), "issue page lacks \(expected)")

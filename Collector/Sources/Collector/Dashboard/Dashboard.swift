@@ -187,10 +187,12 @@ struct Dashboard: Sendable {
                 let location = frame.file.map { file in
                     file + (frame.line.map { ":\($0)" } ?? "") + (frame.column.map { ":\($0)" } ?? "")
                 } ?? ""
-                let function = frame.function.map { (frame.inlined ? "[inlined] " : "") + $0 } ?? "—"
+                // The short name, tagged as Swift's backtracer tags frames; the full name on hover and in the JSON.
+                let tags = (frame.inlined ? "[inlined] " : "") + (frame.async ? "[async] " : "")
+                let function = (frame.display_function ?? frame.function).map { tags + $0 } ?? "—"
                 let place = frame.module_offset.map { "\(frame.address) (+\($0))" } ?? frame.address
                 body += "<tr class=\"\(frame.in_app ? "in-app" : "system")\"><td>\(frame.index)</td><td>\(h(frame.module ?? "?"))</td>"
-                    + "<td>\(h(function))</td><td>\(h(location))</td><td><code>\(h(place))</code></td></tr>"
+                    + "<td title=\"\(h(frame.function ?? ""))\">\(h(function))</td><td>\(h(location))</td><td><code>\(h(place))</code></td></tr>"
             }
             body += "</table>"
         }
@@ -199,7 +201,8 @@ struct Dashboard: Sendable {
             body += "<details><summary>Other threads (\(others.count))</summary>"
             for thread in others {
                 body += "<h4>\(h(thread.name)) (\(thread.id))</h4><pre>"
-                body += thread.frames.map { h("#\($0.index) \($0.module ?? "?") \($0.function ?? $0.address)") }.joined(separator: "\n")
+                body += thread.frames.map { h("#\($0.index) \($0.module ?? "?") \($0.function.map(Grouping.displayName) ?? $0.address)") }
+                    .joined(separator: "\n")
                 body += "</pre>"
             }
             body += "</details>"
