@@ -296,7 +296,7 @@ struct CrashToolTests {
         let alpha = try #require(text.range(of: #""fixture-alpha": "#))
         let images = try #require(text.range(of: "Images:"))
         #expect(crashed.lowerBound < alpha.lowerBound && alpha.lowerBound < images.lowerBound)
-        #expect(text.contains("CrashFixture.waitInAlpha() -> ()"))
+        #expect(text.contains("CrashFixture      waitInAlpha()  ("), "the short Swift name, in the text")
         #expect(text.contains(#""fixture-masked": blocks the signal that asks threads to unwind"#))
         let json = try crashtool(["symbolicate", "--format", "json", run.pendingRecords[0].path]).1
         #expect(try decodeReport(json).otherThreads.count == record.otherThreads.count)
