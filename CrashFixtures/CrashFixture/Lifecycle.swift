@@ -23,6 +23,9 @@ enum LifecycleMode: String, CaseIterable {
     case nonFatalErrors = "non-fatal-errors"
     /// Prints "enabled=<bool>", then turns collection to the opposite (persisted).
     case collectionToggle = "collection-toggle"
+    /// Starts with the fixture's configuration; prints "start: ok" (then waits for the
+    /// background work) or "start: <kind>: <message>", and exits 0.
+    case startOnly = "start-only"
 }
 
 /// A nested Codable value for userInfo.
@@ -137,6 +140,17 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         exit(0)
     case .cleanExit:
         try! CrashReporter.start(configuration)
+        exit(0)
+    case .startOnly:
+        do {
+            try CrashReporter.start(configuration)
+            print("start: ok")
+            CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
+        } catch let error as CrashReporter.StartError {
+            print("start: \(error.kind): \(error.message)")
+        } catch {
+            print("start: unexpected: \(error)")
+        }
         exit(0)
     case .startCost:
         let configured = monotonicNanoseconds()

@@ -99,6 +99,7 @@ public enum CrashReporter {
             guard !configuration.appID.isEmpty else {
                 throw StartError(kind: .invalidConfiguration, message: "appID must not be empty")
             }
+            try validate(configuration.upload)
             let directory = try ReportsDirectory(path: configuration.reportsDirectory)
             directory.recoverAbandonedRecords()
             var idBuffer = [CChar](repeating: 0, count: 37)
@@ -129,6 +130,21 @@ public enum CrashReporter {
         // background upload gets anywhere, so this launch waits for it, a bounded time.
         if let uploader = crashedOnLaunch {
             _ = uploader.waitForPass(after: 1, timeout: configuration.upload.crashOnLaunchWait)
+        }
+    }
+
+    /// Endpoints the token would be sent to: https, or http for loopback (or with
+    /// `allowsInsecureHTTP`). Checked before anything is installed.
+    private static func validate(_ upload: Upload) throws {
+        guard upload.isEnabled else { return }
+        var endpoints = upload.endpoint.map { [("upload.endpoint", $0)] } ?? []
+        for case let transport as HTTPTransport in upload.transports ?? [] {
+            endpoints.append(("HTTPTransport endpoint", transport.endpoint))
+        }
+        for (name, url) in endpoints {
+            if let problem = Upload.endpointProblem(url, allowsInsecureHTTP: upload.allowsInsecureHTTP) {
+                throw StartError(kind: .invalidConfiguration, message: "\(name): \(problem)")
+            }
         }
     }
 
@@ -164,7 +180,7 @@ public enum CrashReporter {
                 throw ReportingError.storageFailed("cannot remove \(marker): \(String(cString: strerror(errno)))")
             }
         } else {
-            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(marker): \(String(cString: strerror(errno)))") }
             fsync(fd)
             close(fd)

@@ -74,7 +74,7 @@ struct SessionRecovery {
         while prefix.last == UInt8(ascii: "\n") { prefix.removeLast() }
         prefix.append(UInt8(ascii: "\n"))
         let temporary = record + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         var exported = CrashReporter.writeAll(fd, prefix) && ccr_session_export(session, fd) == 0
         if exported, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
