@@ -42,6 +42,7 @@ let package = Package(
             name: "crashtool",
             dependencies: [
                 "CrashSymbolication", "CrashReportModel",
+                "CCrashCapture",   // reads session files (breadcrumbs, keys, user) beside a record
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

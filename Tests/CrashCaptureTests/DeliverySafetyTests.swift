@@ -246,4 +246,64 @@ struct DeliverySafetyTests {
                                                                      "CRASH_REPORTING_ENDPOINT": "https://10.0.0.5:8080"])
         #expect(secure.standardOutput.contains("endpoint=https://10.0.0.5:8080 source=environment"))
     }
+
+    /// A relaunch that exits within milliseconds cuts the recovery of a killed session; the
+    /// `.tmp` it leaves must not stop the next launch from reporting the session.
+    @Test("a recovery cut short is redone by the next launch: the abnormal termination is reported, no .tmp is left")
+    func cutRecoveryRedone() throws {
+        let directory = temporaryFolder("cut-recovery")
+        let process = Process()
+        process.executableURL = BuildConfiguration.debug.fixtureURL
+        process.arguments = ["context-then-wait-for-kill", directory.path]
+        var env = ProcessInfo.processInfo.environment
+        env["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = env
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        var said = ""
+        while !said.hasSuffix("ready\n") {   // after its context lines
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(said.hasSuffix("ready\n"))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let sessions = try FileManager.default.contentsOfDirectory(atPath: directory.path + "/sessions").filter { $0.hasSuffix(".session") }
+        let id = String(try #require(sessions.first).dropLast(".session".count))
+        // What a recovery cut mid-write leaves, and a leftover whose session is gone.
+        let pending = directory.path + "/pending/"
+        try Data(#"{"format":"swift-crash-reporting.crash-record","version":1,"id":"\#(id)","app_"#.utf8).write(to: URL(fileURLWithPath: pending + id + ".crash.tmp"))
+        try Data("{\"format\":\"swift-crash".utf8).write(to: URL(fileURLWithPath: pending + "0badc0de.crash.tmp"))
+
+        let next = try FixtureRun.run("relaunch", .debug, reportsDirectory: directory)
+        #expect(next.standardOutput == "processed\n", "\(next.standardError)")
+        let record = try next.onlyRecord()
+        #expect(record.id == id && record.termination?.kind == "abnormal" && !record.isPartial)
+        #expect(record.breadcrumbs.count == 500 && record.userID != nil)
+        let left = try FileManager.default.contentsOfDirectory(atPath: pending).filter { $0.hasSuffix(".tmp") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("crashtool show and symbolicate join a pending record with its session file, and say when it is missing")
+    func crashtoolJoinsSession() throws {
+        let directory = temporaryFolder("join")
+        let crash = try FixtureRun.run("context-then-crash", .debug, reportsDirectory: directory)
+        #expect(crash.terminatedBySignal == SIGSEGV)
+        let record = try #require(crash.pendingRecords.first)
+        let session = directory.path + "/sessions/" + record.deletingPathExtension().lastPathComponent + ".session"
+        try #require(FileManager.default.fileExists(atPath: session))
+
+        let (status, shown, _) = try crashtool(["show", record.path])
+        #expect(status == 0)
+        #expect(shown.contains("User:      user-42") && shown.contains("breadcrumb #999"), "\(shown.suffix(800))")
+        #expect(shown.contains("Context:   from \(session)"))
+        let (symbolicated, text, notes) = try crashtool(["symbolicate", record.path])
+        #expect(symbolicated == 0 && text.contains("breadcrumb #999") && notes.contains("context from \(session)"), "\(notes)")
+
+        unlink(session)
+        let (_, bare, _) = try crashtool(["show", record.path])
+        #expect(!bare.contains("breadcrumb #999") && bare.contains("Context:   none in the record, and no \(session)"), "\(bare.suffix(400))")
+    }
 }
