@@ -381,16 +381,17 @@ final class Uploader: Sendable {
         }
         if waiting {
             if shared.withLock({ $0.deleteRequested }) {   // deleteUnsentReports() came during the attempt
-                unlink(uploading)
-                unlink(sentFile)
+                for sidecar in [""] + Self.sidecars where sidecar != ".attempt" { unlink(uploading + sidecar) }
                 return true
             }
             rename(uploading, directory.pendingFolder + "/" + name)
-            if access(sentFile, F_OK) == 0 { rename(sentFile, directory.pendingFolder + "/" + name + ".sent") }
+            // Its sidecars go with it (the interruption count too); the attempt mark is removed on return.
+            for sidecar in [".sent", ".interrupted"] where access(uploading + sidecar, F_OK) == 0 {
+                rename(uploading + sidecar, directory.pendingFolder + "/" + name + sidecar)
+            }
             return down.count < destinations.count   // the pass goes on while some destination is up
         }
-        unlink(uploading)
-        unlink(sentFile)
+        for sidecar in [""] + Self.sidecars where sidecar != ".attempt" { unlink(uploading + sidecar) }
         shared.withLock { $0.status.delivered += 1 }
         return true
     }
