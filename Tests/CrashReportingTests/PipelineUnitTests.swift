@@ -3,6 +3,7 @@
 @testable import CrashReporting
 import CrashReportModel
 import Foundation
+import Glibc
 import Testing
 
 @Suite("Pipeline units")
@@ -184,6 +185,30 @@ struct PipelineUnitTests {
     func endpointPolicy(_ text: String, _ allowsInsecureHTTP: Bool, _ accepted: Bool) throws {
         let problem = CrashReporter.Upload.endpointProblem(try #require(URL(string: text)), allowsInsecureHTTP: allowsInsecureHTTP)
         #expect((problem == nil) == accepted, "\(problem ?? "accepted")")
+    }
+
+    @Test("interrupted uploads: only a sent, unanswered request or a crash while preparing counts", arguments: [
+        ("sent", false, false, 1),
+        ("sent", true, true, 1),
+        ("preparing", false, true, 0),        // SIGTERM/SIGKILL while preparing or between tries
+        ("preparing", true, true, 1),         // the marking session left a crash record
+        ("preparing", true, false, 0),        // after recovery, a record named after it may be an abnormal termination
+        ("garbage", true, true, 0),
+    ])
+    func interruptionRule(_ phase: String, _ crashRecord: Bool, _ crashEvidence: Bool, _ expected: Int) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("judge-\(UUID().uuidString.prefix(8))").path
+        let directory = try ReportsDirectory(path: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        mkdir(directory.uploadingFolder, 0o700)
+        let record = directory.uploadingFolder + "/r.crash"
+        #expect(ReportsDirectory.writeSmallFile(record, "{}\n"))
+        #expect(ReportsDirectory.writeSmallFile(record + ".attempt", phase == "garbage" ? "x\n" : "dead-session \(phase)\n"))
+        if crashRecord { #expect(ReportsDirectory.writeSmallFile(directory.pendingFolder + "/dead-session.crash", "{}\n")) }
+        Uploader.judgeAttempt(record, directory: directory, crashEvidence: crashEvidence)
+        #expect(Uploader.interruptions(record) == expected)
+        #expect(access(record + ".attempt", F_OK) != 0)   // judged once
+        Uploader.judgeAttempt(record, directory: directory, crashEvidence: crashEvidence)
+        #expect(Uploader.interruptions(record) == expected)
     }
 
     @Test("a 3xx is a configuration error that names the Location, never a verdict on the report")
