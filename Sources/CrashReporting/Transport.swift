@@ -158,11 +158,12 @@ enum HTTPExchange {
         func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
                         totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
             guard let exchange = exchange(task) else { return }
-            let call = exchanges.withLock { _ -> (@Sendable () -> Void)? in
-                defer { exchange.bodySent = nil }
-                return exchange.bodySent
+            // Called under the lock: once `send` has cleared it (a time-out), it never runs late,
+            // after the pipeline has marked the attempt as over.
+            exchanges.withLock { _ in
+                exchange.bodySent?()
+                exchange.bodySent = nil
             }
-            call?()
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -198,7 +199,10 @@ enum HTTPExchange {
             configuration.timeoutIntervalForRequest = seconds(timeout)
             configuration.timeoutIntervalForResource = seconds(timeout) * 2
             let delegate = Delegate()
-            let session = (URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil), delegate)
+            // Serial: didSendBodyData is over before didCompleteWithError signals the caller.
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let session = (URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue), delegate)
             sessions[timeout] = session
             return session
         }
@@ -222,7 +226,10 @@ enum HTTPExchange {
         if exchange.done.wait(timeout: .now() + seconds(timeout) * 2 + 1) == .timedOut {
             task.cancel()
             _ = exchange.done.wait(timeout: .now() + 1)
-            delegate.exchanges.withLock { $0[task.taskIdentifier] = nil }
+            delegate.exchanges.withLock {
+                $0[task.taskIdentifier] = nil
+                exchange.bodySent = nil
+            }
             return .failed("timed out after \(timeout)")
         }
         return delegate.exchanges.withLock { _ -> Answer in
