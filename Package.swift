@@ -42,6 +42,9 @@ let package = Package(
             name: "crashtool",
             dependencies: [
                 "CrashSymbolication", "CrashReportModel",
+                // Session files (breadcrumbs, keys, user) beside a record are read with its exporter;
+                // its pthread_create wrapper only forwards here (nothing installs altstacks).
+                "CCrashCapture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -26,6 +26,9 @@ enum LifecycleMode: String, CaseIterable {
     /// Samples memory every CRASH_FIXTURE_MEMORY_INTERVAL_MS (default 50), then allocates and
     /// touches 2 MiB every 10 ms until something kills it (the tests run it in a memory cgroup).
     case allocateUntilKilled = "allocate-until-killed"
+    /// Starts with the fixture's configuration; prints "start: ok" (then waits for the
+    /// background work) or "start: <kind>: <message>", and exits 0.
+    case startOnly = "start-only"
 }
 
 /// A nested Codable value for userInfo.
@@ -181,6 +184,17 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         exit(0)
     case .cleanExit:
         try! CrashReporter.start(configuration)
+        exit(0)
+    case .startOnly:
+        do {
+            try CrashReporter.start(configuration)
+            print("start: ok")
+            CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
+        } catch let error as CrashReporter.StartError {
+            print("start: \(error.kind): \(error.message)")
+        } catch {
+            print("start: unexpected: \(error)")
+        }
         exit(0)
     case .startCost:
         let configured = monotonicNanoseconds()

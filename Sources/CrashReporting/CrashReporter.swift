@@ -127,6 +127,7 @@ public enum CrashReporter {
             guard !configuration.appID.isEmpty else {
                 throw StartError(kind: .invalidConfiguration, message: "appID must not be empty")
             }
+            try validate(configuration.upload)
             let directory = try ReportsDirectory(path: configuration.reportsDirectory)
             directory.recoverAbandonedRecords()
             var idBuffer = [CChar](repeating: 0, count: 37)
@@ -165,6 +166,21 @@ public enum CrashReporter {
         }
     }
 
+    /// Endpoints the token would be sent to: https, or http for loopback (or with
+    /// `allowsInsecureHTTP`). Checked before anything is installed.
+    private static func validate(_ upload: Upload) throws {
+        guard upload.isEnabled else { return }
+        var endpoints = upload.endpoint.map { [("upload.endpoint", $0)] } ?? []
+        for case let transport as HTTPTransport in upload.transports ?? [] {
+            endpoints.append(("HTTPTransport endpoint", transport.endpoint))
+        }
+        for (name, url) in endpoints {
+            if let problem = Upload.endpointProblem(url, allowsInsecureHTTP: upload.allowsInsecureHTTP) {
+                throw StartError(kind: .invalidConfiguration, message: "\(name): \(problem)")
+            }
+        }
+    }
+
     /// The app metadata of seed 000, from the configuration given to `start`.
     public static var appMetadata: AppMetadata? {
         state.withLock { state in
@@ -197,7 +213,7 @@ public enum CrashReporter {
                 throw ReportingError.storageFailed("cannot remove \(marker): \(String(cString: strerror(errno)))")
             }
         } else {
-            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(marker): \(String(cString: strerror(errno)))") }
             fsync(fd)
             close(fd)

@@ -110,7 +110,9 @@ public struct SentryTransport: DiagnosticsTransport {
             return .delivered(receipt: eventID)   // the server has this event id already
         case 400, 422:
             return .rejected(status: status, message: text)
-        case 300..<500:
+        case 300..<400:
+            return .unauthorized(status: status, message: HTTPTransport.redirectMessage(headers))
+        case 400..<500:
             return .unauthorized(status: status, message: "not a Sentry endpoint: \(text)")
         default:
             return .retryLater(reason: "HTTP \(status): \(text)", after: retryAfter(headers))

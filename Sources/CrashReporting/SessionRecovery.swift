@@ -3,7 +3,11 @@
 // record becomes an "abnormal termination" record (SIGKILL, the OOM killer — told apart by the memory
 // sampler's sidecar, see MemoryTimeline.swift —, power loss); a cleanly
 // ended one is removed. Runs off the caller's thread after `start`. Each record is rewritten as a
-// whole (temporary file, fsync, rename), so being killed half-way repeats the work, never corrupts.
+// whole (temporary file, fsync, rename), so being killed half-way repeats the work, never corrupts:
+// the session file is removed only after the rename, so a recovery cut short (a relaunch that
+// exits within milliseconds) is redone from the start by the next launch, its `.tmp` truncated.
+// One process at a time recovers a session (an exclusive lock on its file): two launches in quick
+// succession never write the same `.tmp` at once.
 import CCrashCapture
 import Foundation
 import Glibc
@@ -24,6 +28,7 @@ struct SessionRecovery {
                 unlink(directory.sessionsFolder + "/" + name)
             }
         }
+        sweepTemporaries(sessions: Set(names))
         for name in names where name.hasSuffix(".session") {
             let path = directory.sessionsFolder + "/" + name
             var info = ccr_session_info()
@@ -35,6 +40,12 @@ struct SessionRecovery {
                 continue
             }
             guard status == 0, info.alive == 0 else { continue }
+            // Ours to recover until this function moves on; another launch recovering it now
+            // holds the lock (and its inspect saw "alive"), so this one leaves it.
+            let lock = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard lock >= 0 else { continue }
+            defer { close(lock) }
+            guard flock(lock, LOCK_EX | LOCK_NB) == 0, access(path, F_OK) == 0 else { continue }
             let record = directory.pendingFolder + "/" + id + ".crash"
             switch info.state {
             case 3:   // crashed: attach the context to its record (moved to pending/ by start)
@@ -57,6 +68,30 @@ struct SessionRecovery {
             }
             unlink(path)
             for sidecar in [".custom.json", ".custom.json.tmp", ".memory", ".memory.tmp"] { unlink(path + sidecar) }
+        }
+    }
+
+    /// A `pending/<id>.crash.tmp` whose session file is gone was left by something other than a
+    /// recovery in progress or to be redone (a recovery removes the session only after its rename):
+    /// finished when it holds a whole record and no `.crash` exists, else removed. One whose
+    /// session is still there is left for the recovery below, which truncates and redoes it.
+    private func sweepTemporaries(sessions: Set<String>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.pendingFolder) else { return }
+        for name in names where name.hasSuffix(".crash.tmp") {
+            let id = String(name.dropLast(".crash.tmp".count))
+            guard !sessions.contains(id + ".session") else { continue }
+            let temporary = directory.pendingFolder + "/" + name
+            let record = directory.pendingFolder + "/" + id + ".crash"
+            let whole = (try? String(contentsOfFile: temporary, encoding: .utf8)).map {
+                $0.hasPrefix(#"{"format":"swift-crash-reporting.crash-record""#) && $0.hasSuffix("\n")
+            } ?? false
+            if whole && access(record, F_OK) != 0 {
+                let fd = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                if fd >= 0 { fsync(fd); close(fd) }
+                rename(temporary, record)
+            } else {
+                unlink(temporary)
+            }
         }
     }
 
@@ -85,7 +120,7 @@ struct SessionRecovery {
         while prefix.last == UInt8(ascii: "\n") { prefix.removeLast() }
         prefix.append(UInt8(ascii: "\n"))
         let temporary = record + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         var exported = CrashReporter.writeAll(fd, prefix) && ccr_session_export(session, fd) == 0
         if exported, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
