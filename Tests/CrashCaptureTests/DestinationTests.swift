@@ -85,7 +85,7 @@ struct DestinationTests {
         let images = try #require((event["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])
         let app = try #require(images.first { ($0["code_file"] as? String)?.hasSuffix("/CrashFixture") == true })
         #expect(app["type"] as? String == "elf" && (app["code_id"] as? String)?.count == 40 && (app["debug_id"] as? String)?.count == 36)
-        #expect((event["fingerprint"] as? [String])?.first?.hasPrefix("crash|cfs_write_null_pointer < ") == true, "\(event["fingerprint"] ?? "")")
+        #expect((event["fingerprint"] as? [String])?.first?.hasPrefix("crash|SIGSEGV|cfs_write_null_pointer < crash(_:) < ") == true, "\(event["fingerprint"] ?? "")")
 
         let issues = try bugsink.query("issues")
         #expect(issues.count == 1, "\(issues)")
