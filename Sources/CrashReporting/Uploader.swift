@@ -519,7 +519,7 @@ final class Uploader: Sendable {
     }
 
     /// Decides, at the next launch, whether a dead process's attempt counts as an interruption
-    /// (Docs/Decisions/0010-interrupted-uploads.md). It counts when the process died with the
+    /// (Docs/Decisions/0012-delivery-never-lost-never-leaked.md). It counts when the process died with the
     /// request sent and unanswered (`sent`), or crashed while preparing the record (its session
     /// left a crash record). It never counts for a process that ended any other way while
     /// preparing or waiting (SIGTERM in a rolling restart, SIGKILL), nor for a destination that
