@@ -7,19 +7,6 @@ import Foundation
 import Glibc
 import Testing
 
-/// Runs crashtool (built beside the tests) and returns (exit status, stdout, stderr).
-private func crashtool(_ arguments: [String]) throws -> (Int32, String, String) {
-    let process = Process()
-    process.executableURL = buildFolder.appendingPathComponent("crashtool")
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let output = OutputCollector(out.fileHandleForReading), errors = OutputCollector(err.fileHandleForReading)
-    process.waitUntilExit()
-    return (process.terminationStatus, output.text(), errors.text())
-}
 
 private func mode(_ path: String) -> mode_t {
     var info = stat()

@@ -25,24 +25,6 @@ func crashRecord(_ fixture: String, _ configuration: BuildConfiguration, binary:
     return (try run.onlyRecord(), run)
 }
 
-/// Runs crashtool and returns (exit status, stdout, stderr).
-func crashtool(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-    let process = Process()
-    process.executableURL = buildFolder.appendingPathComponent("crashtool")
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    env.removeValue(forKey: "DEBUGINFOD_URLS")
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let stdout = OutputCollector(out.fileHandleForReading), stderr = OutputCollector(err.fileHandleForReading)
-    process.waitUntilExit()
-    return (process.terminationStatus, stdout.text(), stderr.text())
-}
-
 func decodeReport(_ json: String) throws -> CrashReport {
     let decoder = JSONDecoder()
     decoder.dateDecodingStrategy = .custom { decoder in

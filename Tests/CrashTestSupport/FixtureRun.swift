@@ -115,6 +115,25 @@ public struct FixtureRun {
 }
 
 /// Drains a pipe on a background thread so a chatty child never blocks on a full pipe.
+/// Runs crashtool (built beside the tests) without DEBUGINFOD_URLS (plus `environment`) and returns
+/// (exit status, stdout, stderr).
+public func crashtool(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+    let process = Process()
+    process.executableURL = buildFolder.appendingPathComponent("crashtool")
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env.removeValue(forKey: "DEBUGINFOD_URLS")
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let stdout = OutputCollector(out.fileHandleForReading), stderr = OutputCollector(err.fileHandleForReading)
+    process.waitUntilExit()
+    return (process.terminationStatus, stdout.text(), stderr.text())
+}
+
 public final class OutputCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
