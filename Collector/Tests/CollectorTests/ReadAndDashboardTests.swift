@@ -53,6 +53,29 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
         }
     }
 
+    @Test func anEventOfAnIssueOpensWhole() async throws {
+        try await TestCollector.with { collector in
+            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-1").encoded()).status == 201)
+            #expect(try await collector.upload(try sameCrashElsewhere(user: "user-2", version: "2.2.0").encoded()).status == 201)
+            let issue = try #require(try await collector.read("/api/issues?kind=crash").json["issues"] as? [[String: Any]]).first
+            let id = try #require(issue?["id"] as? Int)
+            let detail = try await collector.read("/api/issues/\(id)").json
+            let events = try #require(detail["events"] as? [[String: Any]])
+            #expect(events.count == 2)
+            #expect(events.allSatisfy { ($0["host"] as? String)?.isEmpty == false }, "\(events)")
+            let older = try #require(events.last?["id"] as? Int)
+            let latest = try await collector.read("/issues/\(id)")
+            #expect(latest.text.contains("<h2>Latest event</h2>"))
+            #expect(latest.text.contains("href=\"/issues/\(id)?event=\(older)\""))
+            let page = try await collector.read("/issues/\(id)?event=\(older)")
+            #expect(page.status == 200)
+            #expect(page.text.contains("<h2>Event \(older)</h2>"))
+            #expect(page.text.contains("user-1"))
+            // Not one of this issue's events: the latest is shown.
+            #expect(try await collector.read("/issues/\(id)?event=999999").text.contains("<h2>Latest event</h2>"))
+        }
+    }
+
     @Test func issueDetailCarriesTheLatestEvent() async throws {
         try await TestCollector.with { collector in
             #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)

@@ -109,8 +109,10 @@ struct Dashboard: Sendable {
         return body + "</div></section>"
     }
 
-    func issuePage(id: Int64, now: Date = Date()) async throws -> String? {
-        guard let detail = try await ReadAPI(store: store, rule: rule).issueDetail(id: id, now: now) else { return nil }
+    /// The issue, one event whole (the latest, or `event` when it is one of the recent ones), and
+    /// the list of recent events, each opening its own report.
+    func issuePage(id: Int64, event selected: Int64? = nil, now: Date = Date()) async throws -> String? {
+        guard let detail = try await ReadAPI(store: store, rule: rule).issueDetail(id: id, event: selected, now: now) else { return nil }
         let issue = detail.issue
         let alert = try await IssueMetrics(store: store, rule: rule).alerts(now: now).first { $0.issue.id == id }
         var body = """
@@ -128,18 +130,22 @@ struct Dashboard: Sendable {
         if let alert { body += alertBanner([alert]) }
         body += "<h2>Events per day, last 14 days</h2><div id=\"issue-trend\">"
             + sparkline(issue.trend ?? IssueMetrics.emptyTrend(now: now), width: 336, height: 60) + "</div>"
-        if let event = detail.latest_event { body += eventSection(event) }
-        body += "<h2>Recent events</h2><table><tr><th>Occurred</th><th>Received</th><th>Version</th><th>User</th><th>Diagnostics id</th></tr>"
+        let shown = detail.event ?? detail.latest_event
+        if let event = shown { body += eventSection(event, heading: detail.event == nil ? "Latest event" : "Event \(event.id)") }
+        body += "<h2>Recent events (\(detail.events.count))</h2><table class=\"events\"><tr><th>Occurred</th><th>Received</th>"
+            + "<th>Version</th><th>Host</th><th>User</th><th>Report</th></tr>"
         for event in detail.events {
-            body += "<tr><td>\(h(event.timestamp))</td><td>\(h(event.received_at))</td><td>\(h(event.app_version))</td>"
-                + "<td>\(h(event.user_id ?? "—"))</td><td><code>\(h(event.diagnostics_id))</code></td></tr>"
+            let current = event.id == shown?.id
+            body += "<tr\(current ? " class=\"current\"" : "")><td>\(h(event.timestamp))</td><td>\(h(event.received_at))</td>"
+                + "<td>\(h(event.app_version))</td><td><code>\(h(event.host ?? "—"))</code></td><td>\(h(event.user_id ?? "—"))</td>"
+                + "<td>\(current ? "shown above" : "<a href=\"/issues/\(id)?event=\(event.id)\">open</a>")</td></tr>"
         }
         body += "</table>"
         return layout(title: issue.title, body: body)
     }
 
-    private func eventSection(_ event: EventJSON) -> String {
-        var body = "<h2>Latest event</h2><dl class=\"meta\">"
+    private func eventSection(_ event: EventJSON, heading: String = "Latest event") -> String {
+        var body = "<h2>\(h(heading))</h2><dl class=\"meta\">"
         body += row("Reason", event.reason)
         if let signal = event.signal {
             body += row("Signal", "\(signal.name) (\(signal.number)), \(signal.code_name) at \(signal.fault_address)")

@@ -189,7 +189,7 @@ public enum CollectorServer {
             guard auth.allows(request) else { return auth.challenge(json: false) }
             return await page(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
-                return try await dashboard.issuePage(id: id)
+                return try await dashboard.issuePage(id: id, event: request.uri.queryParameters.get("event").flatMap { Int64($0) })
             }
         }
         router.get("/logs") { request, context in

@@ -140,12 +140,16 @@ struct EventRefJSON: Codable {
     var received_at: String
     var app_version: String
     var user_id: String?
+    /// The reporting host, as the payload names it (its hostname hash, or its device identifier).
+    var host: String?
 }
 
 struct IssueDetailJSON: Codable {
     var issue: IssueJSON
     var latest_event: EventJSON?
     var events: [EventRefJSON]
+    /// The event asked for with `?event=<id>` (one of `events`), whole.
+    var event: EventJSON?
 }
 
 struct LogJSON: Codable {
@@ -254,7 +258,7 @@ struct ReadAPI: Sendable {
         return .json(200, detail)
     }
 
-    func issueDetail(id: Int64, events limit: Int = 50, now: Date = Date()) async throws -> IssueDetailJSON? {
+    func issueDetail(id: Int64, events limit: Int = 50, event selected: Int64? = nil, now: Date = Date()) async throws -> IssueDetailJSON? {
         guard let issue = try await store.issue(id: id) else { return nil }
         let events = try await store.events(issueID: id, limit: limit)
         let trend = try await metrics.trends(now: now, issueID: id)[id] ?? IssueMetrics.emptyTrend(now: now)
@@ -262,8 +266,20 @@ struct ReadAPI: Sendable {
             issue: IssueJSON(issue, trend: trend), latest_event: try events.first.map(EventJSON.init),
             events: events.map {
                 EventRefJSON(id: $0.id, diagnostics_id: $0.diagnosticsID, timestamp: Timestamp.format($0.occurredAt),
-                             received_at: Timestamp.format($0.receivedAt), app_version: $0.appVersion, user_id: $0.userID)
-            })
+                             received_at: Timestamp.format($0.receivedAt), app_version: $0.appVersion, user_id: $0.userID,
+                             host: Self.host(of: $0))
+            },
+            event: try selected.flatMap { wanted in events.first { $0.id == wanted } }.map(EventJSON.init))
+    }
+
+    /// The reporting host of a stored report: its device metadata's hostname hash or identifier.
+    static func host(of stored: StoredReport) -> String? {
+        guard case .object(let payload)? = JSONValue(json: stored.payloadJSON),
+              case .object(let device)? = payload["device_metadata"] else { return nil }
+        for key in ["hostname_hash", "device_identifier"] {
+            if case .string(let value)? = device[key], !value.isEmpty { return value }
+        }
+        return nil
     }
 
     func logs(limit: Int, appID: String?) async throws -> APIAnswer {
