@@ -13,8 +13,17 @@ public struct CollectorConfiguration: Sendable {
     public var acceptAnonymousLogs: Bool
     /// Seed 000: 5 MB, counted on the body as sent (compressed when gzip'd).
     public var maxBodyBytes: Int
-    /// A gzip'd body may inflate to this much at most (a 5 MB bomb is gigabytes).
+    /// A gzip'd body may inflate to this much at most (a 5 MB bomb is gigabytes). Seed 000's limits
+    /// make a real payload a few MB at most: 500 logs of 1000 characters, 100 KB of custom data,
+    /// 5 reports of 50 frames per thread.
     public var maxInflatedBytes: Int
+    /// Uploads (all three upload endpoints) admitted at once, their bodies being read or their work
+    /// queued or running; past it, 503 with Retry-After.
+    public var uploadsInFlight: Int
+    /// Uploads one token may have in flight; past it, 429 with Retry-After.
+    public var uploadsInFlightPerToken: Int
+    /// Tests hand in a gate they hold slots of; nil: one made from the two numbers above.
+    var uploadGate: UploadGate?
     /// What the Connect App modal offers as the server's address when the collector listens on
     /// every interface; nil to detect the first LAN address.
     public var advertisedHost: String?
@@ -33,13 +42,18 @@ public struct CollectorConfiguration: Sendable {
     public var symbolication: ArrivalSymbolication?
 
     public static let seedBodyLimit = 5 * 1024 * 1024
+    public static let defaultMaxInflatedBytes = 8 * 1024 * 1024
+    public static let defaultUploadsInFlight = 32
+    public static let defaultUploadsInFlightPerToken = 16
     /// A token is usually one app on every host it runs on: generous, against floods, not use.
     public static let defaultRateLimit = 50.0
     public static let defaultRateBurst = 500
 
     public init(ingestTokens: Set<String>, dashboardPassword: String, retentionDays: Int = 30,
                 acceptAnonymousLogs: Bool = false, maxBodyBytes: Int = CollectorConfiguration.seedBodyLimit,
-                maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil,
+                maxInflatedBytes: Int = CollectorConfiguration.defaultMaxInflatedBytes,
+                uploadsInFlight: Int = CollectorConfiguration.defaultUploadsInFlight,
+                uploadsInFlightPerToken: Int = CollectorConfiguration.defaultUploadsInFlightPerToken, advertisedHost: String? = nil,
                 rateLimit: Double = CollectorConfiguration.defaultRateLimit,
                 rateBurst: Int = CollectorConfiguration.defaultRateBurst, alertRule: AlertRule = AlertRule(),
                 alertWebhook: URL? = nil, alertCheckInterval: Duration = .seconds(60),
@@ -50,6 +64,8 @@ public struct CollectorConfiguration: Sendable {
         self.acceptAnonymousLogs = acceptAnonymousLogs
         self.maxBodyBytes = maxBodyBytes
         self.maxInflatedBytes = maxInflatedBytes
+        self.uploadsInFlight = uploadsInFlight
+        self.uploadsInFlightPerToken = uploadsInFlightPerToken
         self.advertisedHost = advertisedHost
         self.rateLimit = rateLimit
         self.rateBurst = rateBurst

@@ -13,7 +13,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
-            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_UPLOADS_IN_FLIGHT, COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
             COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """,
@@ -33,6 +33,12 @@ struct CrashCollectorCommand: AsyncParsableCommand {
 
     @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name); generated and printed when absent.")
     var dashboardPassword: String?
+
+    @Option(help: "Uploads admitted at once (bodies being read, work queued or running); past it 503 with Retry-After (default 32).")
+    var uploadsInFlight: Int?
+
+    @Option(help: "Uploads one token may have in flight; past it 429 with Retry-After (default 16).")
+    var uploadsPerToken: Int?
 
     @Option(help: "Delete reports and logs older than this many days; 0 keeps everything (default 30).")
     var retentionDays: Int?
@@ -87,6 +93,11 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             password = (0..<12).map { _ in String("abcdefghijkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
             generated = true
         }
+        let inFlight = try uploadsInFlight ?? environment["COLLECTOR_UPLOADS_IN_FLIGHT"].map(parseInt("COLLECTOR_UPLOADS_IN_FLIGHT"))
+            ?? CollectorConfiguration.defaultUploadsInFlight
+        let perToken = try uploadsPerToken ?? environment["COLLECTOR_UPLOADS_PER_TOKEN"].map(parseInt("COLLECTOR_UPLOADS_PER_TOKEN"))
+            ?? CollectorConfiguration.defaultUploadsInFlightPerToken
+        guard inFlight >= 1, perToken >= 1 else { throw ValidationError("uploads in flight, overall and per token, are 1 or more") }
         let retention = try retentionDays ?? environment["COLLECTOR_RETENTION_DAYS"].map(parseInt("COLLECTOR_RETENTION_DAYS")) ?? 30
         let anonymous = anonymousLogs || environment["COLLECTOR_ANONYMOUS_LOGS"] == "1"
         let rate = try rateLimit ?? environment["COLLECTOR_RATE_LIMIT"].map(parseDouble("COLLECTOR_RATE_LIMIT"))
@@ -117,6 +128,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let store = try await Self.openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
             ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
+            uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
             alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook,
             symbolication: symbolication)

@@ -23,6 +23,14 @@ struct APIAnswer: Sendable {
     static let unauthorized = error(401, "unauthorized", "Missing or invalid bearer token")
     static let tooLarge = json(413, TooLargeBody(
         error: "payload_too_large", message: "Payload exceeds 5MB limit", max_size_bytes: CollectorConfiguration.seedBodyLimit))
+
+    /// A gzip'd body that inflates past the collector's cap: the seed's 413, the cap named beside
+    /// the 5 MB the runtime shrinks its payload to.
+    static func inflatesTooLarge(limit: Int) -> APIAnswer {
+        json(413, TooLargeBody(
+            error: "payload_too_large", message: "Payload inflates past the \(limit)-byte limit",
+            max_size_bytes: CollectorConfiguration.seedBodyLimit, max_inflated_bytes: limit))
+    }
 }
 
 struct ErrorBody: Codable {
@@ -35,6 +43,7 @@ struct TooLargeBody: Codable {
     var error: String
     var message: String
     var max_size_bytes: Int
+    var max_inflated_bytes: Int? = nil
 }
 
 /// Seed 000's 201 body.
@@ -91,11 +100,13 @@ struct Ingest: Sendable {
         }
         var payload: DiagnosticsPayload
         do {
-            payload = try PayloadDecoding.decode(try inflated(raw, contentEncoding: contentEncoding))
+            let json = try inflated(raw, contentEncoding: contentEncoding)
+            try UploadLimits.diagnosticsUpload.check(json)
+            payload = try PayloadDecoding.decode(json)
         } catch let failure as ValidationFailure {
             return .error(400, "validation_failed", failure.message, details: failure.details)
-        } catch Gzip.Failure.tooLarge {
-            return .tooLarge
+        } catch Gzip.Failure.tooLarge(let limit) {
+            return .inflatesTooLarge(limit: limit)
         } catch {
             return .error(400, "validation_failed", "\(error)", details: ["\(error)"])
         }
@@ -165,12 +176,16 @@ struct Ingest: Sendable {
         guard case .complete(let raw) = body else { return .tooLarge }
         let events: [JSONValue]
         do {
-            switch try JSONDecoder().decode(JSONValue.self, from: Data(try inflated(raw, contentEncoding: contentEncoding))) {
+            let json = try inflated(raw, contentEncoding: contentEncoding)
+            try UploadLimits.apiLogs.check(json)
+            switch try JSONDecoder().decode(JSONValue.self, from: Data(json)) {
             case .array(let values): events = values
             case let value: events = [value]
             }
-        } catch Gzip.Failure.tooLarge {
-            return .tooLarge
+        } catch let failure as ValidationFailure {
+            return .error(400, "validation_failed", failure.message, details: failure.details)
+        } catch Gzip.Failure.tooLarge(let limit) {
+            return .inflatesTooLarge(limit: limit)
         } catch {
             let reason = error is Gzip.Failure ? "\(error)" : "invalid JSON: \(PayloadDecoding.describe(error))"
             return .error(400, "validation_failed", reason, details: [])

@@ -67,6 +67,9 @@ public enum CollectorServer {
                                   rule: configuration.alertRule)
         let auth = DashboardAuth(password: configuration.dashboardPassword)
         let limiter = RateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
+        let gate = configuration.uploadGate
+            ?? UploadGate(overall: configuration.uploadsInFlight, perToken: configuration.uploadsInFlightPerToken)
+        let work = UploadExecutor.shared
         /// A 429 when the request's token (checked before) has used its bucket; nil to go on.
         @Sendable func limited(_ request: Request) -> APIAnswer? {
             guard let limiter else { return nil }
@@ -85,11 +88,15 @@ public enum CollectorServer {
                 // 401 without the server buffering 5 MB first.
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
-                let body = try await collect(request, limit: configuration.maxBodyBytes)
                 let key = request.headers[.idempotencyKey]
-                let answer = try await ingest.diagnostics(
-                    authorization: request.headers[.authorization], idempotencyKey: key,
-                    contentEncoding: request.headers[.contentEncoding], body: body)
+                let answer = try await gate.admitting(request.headers[.authorization] ?? "") {
+                    let body = try await collect(request, limit: configuration.maxBodyBytes)
+                    return try await work.run {
+                        try await ingest.diagnostics(
+                            authorization: request.headers[.authorization], idempotencyKey: key,
+                            contentEncoding: request.headers[.contentEncoding], body: body)
+                    }
+                }
                 // One line per upload: what an operator watching the collector wants to see.
                 logger.info("diagnostics \(answer.status) key=\(key ?? "-") \(answer.status == 201 ? "" : String(decoding: answer.body.prefix(200), as: UTF8.self))")
                 return answer
@@ -100,9 +107,13 @@ public enum CollectorServer {
             await answering(logger) {
                 guard ingest.mayPostLogs(authorization: request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
-                let body = try await collect(request, limit: configuration.maxBodyBytes)
-                return try await ingest.apiLogs(authorization: request.headers[.authorization],
-                                                contentEncoding: request.headers[.contentEncoding], body: body)
+                return try await gate.admitting(request.headers[.authorization] ?? "") {
+                    let body = try await collect(request, limit: configuration.maxBodyBytes)
+                    return try await work.run {
+                        try await ingest.apiLogs(authorization: request.headers[.authorization],
+                                                 contentEncoding: request.headers[.contentEncoding], body: body)
+                    }
+                }
             }
         }
 
@@ -110,9 +121,13 @@ public enum CollectorServer {
             await answering(logger) {
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
-                let body = try await collect(request, limit: configuration.maxBodyBytes)
-                return try await ingest.sessions(authorization: request.headers[.authorization],
-                                                 contentEncoding: request.headers[.contentEncoding], body: body)
+                return try await gate.admitting(request.headers[.authorization] ?? "") {
+                    let body = try await collect(request, limit: configuration.maxBodyBytes)
+                    return try await work.run {
+                        try await ingest.sessions(authorization: request.headers[.authorization],
+                                                  contentEncoding: request.headers[.contentEncoding], body: body)
+                    }
+                }
             }
         }
 
