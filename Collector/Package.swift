@@ -24,6 +24,7 @@ let package = Package(
         // --database postgres://…: several collectors share one database.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),   // postgres-nio's, for sslmode=require
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),     // postgres-nio's: SHA-256 of idempotency scopes
     ],
     targets: [
         // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
@@ -48,6 +49,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

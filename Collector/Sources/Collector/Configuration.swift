@@ -5,6 +5,10 @@ import Foundation
 public struct CollectorConfiguration: Sendable {
     /// Bearer tokens accepted by the upload endpoints.
     public var ingestTokens: Set<String>
+    /// The apps (bundle ids) a token may write for: its diagnostics, session beacons and API logs;
+    /// another app's are answered 403. A token absent here may write for any app (a plain
+    /// `--token SECRET`, as before tokens were bound).
+    public var tokenBundleIDs: [String: Set<String>]
     /// The dashboard's and read API's password (HTTP basic auth, any user name).
     public var dashboardPassword: String
     /// Reports, sessions and API logs older than this are deleted (seed 000: 30 days).
@@ -49,7 +53,8 @@ public struct CollectorConfiguration: Sendable {
     public static let defaultRateLimit = 50.0
     public static let defaultRateBurst = 500
 
-    public init(ingestTokens: Set<String>, dashboardPassword: String, retentionDays: Int = 30,
+    public init(ingestTokens: Set<String>, tokenBundleIDs: [String: Set<String>] = [:], dashboardPassword: String,
+                retentionDays: Int = 30,
                 acceptAnonymousLogs: Bool = false, maxBodyBytes: Int = CollectorConfiguration.seedBodyLimit,
                 maxInflatedBytes: Int = CollectorConfiguration.defaultMaxInflatedBytes,
                 uploadsInFlight: Int = CollectorConfiguration.defaultUploadsInFlight,
@@ -59,6 +64,7 @@ public struct CollectorConfiguration: Sendable {
                 alertWebhook: URL? = nil, alertCheckInterval: Duration = .seconds(60),
                 symbolication: ArrivalSymbolication? = nil) {
         self.ingestTokens = ingestTokens
+        self.tokenBundleIDs = tokenBundleIDs
         self.dashboardPassword = dashboardPassword
         self.retentionDays = retentionDays
         self.acceptAnonymousLogs = acceptAnonymousLogs

@@ -13,7 +13,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
-            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_UPLOADS_IN_FLIGHT, COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_TOKEN_FILE, COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_UPLOADS_IN_FLIGHT, COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
             COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """,
@@ -28,8 +28,14 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Option(help: "SQLite file path (default ./crash-collector.sqlite), or a postgres:// URL.")
     var database: String?
 
-    @Option(name: .customLong("token"), help: "An ingest token apps send as 'Authorization: Bearer …' (repeatable).")
+    @Option(name: .customLong("token"), help: ArgumentHelp(
+        "An ingest token apps send as 'Authorization: Bearer …' (repeatable): SECRET for any app, or BUNDLE_ID[,BUNDLE_ID…]:SECRET for those apps only. Visible in ps: prefer --token-file.",
+        valueName: "token"))
     var tokens: [String] = []
+
+    @Option(name: [.customLong("token-file"), .customLong("tokens-file")], help: ArgumentHelp(
+        "A file of ingest tokens, one per line in --token's form ('#' comments); repeatable.", valueName: "file"))
+    var tokenFiles: [String] = []
 
     @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name); generated and printed when absent.")
     var dashboardPassword: String?
@@ -80,13 +86,11 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let host = host ?? environment["COLLECTOR_HOST"] ?? "127.0.0.1"
         let port = try port ?? environment["COLLECTOR_PORT"].map(parseInt("COLLECTOR_PORT")) ?? 9090
         let database = database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
-        var tokens = Set(tokens)
-        if tokens.isEmpty, let list = environment["COLLECTOR_TOKENS"] {
-            tokens = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        let ingestTokens = try Self.ingestTokens(flags: tokens, files: tokenFiles, environment: environment)
+        guard !ingestTokens.isEmpty else {
+            throw ValidationError("at least one ingest token is required: --token-file FILE, --token TOKEN or COLLECTOR_TOKENS=a,b")
         }
-        guard !tokens.isEmpty else {
-            throw ValidationError("at least one ingest token is required: --token TOKEN or COLLECTOR_TOKENS=a,b")
-        }
+        let (secrets, tokenBundleIDs) = IngestToken.configuration(ingestTokens)
         var password = dashboardPassword ?? environment["COLLECTOR_DASHBOARD_PASSWORD"]
         var generated = false
         if password?.isEmpty ?? true {
@@ -127,7 +131,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
 
         let store = try await Self.openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
-            ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
+            ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
             uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
             alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook,
@@ -156,6 +160,25 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         }
         try await app.runService()
         await store.close()
+    }
+
+    /// The ingest tokens of --token and --token-file, else of COLLECTOR_TOKEN_FILE, else of
+    /// COLLECTOR_TOKENS (comma-separated; bound ones as BUNDLE_ID:SECRET, one app each).
+    static func ingestTokens(flags: [String], files: [String], environment: [String: String]) throws -> [IngestToken] {
+        var tokens: [IngestToken] = []
+        do {
+            tokens = try flags.map(IngestToken.init(parsing:))
+            for file in files.isEmpty ? (environment["COLLECTOR_TOKEN_FILE"].map { [$0] } ?? []) : files {
+                tokens += try IngestToken.parseFile(try Secrets.contents(ofFile: file))
+            }
+            if tokens.isEmpty, let list = environment["COLLECTOR_TOKENS"] {
+                tokens = try list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                    .map(IngestToken.init(parsing:))
+            }
+        } catch let error as SecretsError {
+            throw ValidationError("ingest tokens: \(error.message)")
+        }
+        return tokens
     }
 
     /// Symbolication on arrival when a symbol folder or a debuginfod server is given; nil otherwise.

@@ -31,6 +31,8 @@ extension Ingest {
             let reason = error is Gzip.Failure ? "\(error)" : "invalid JSON: \(PayloadDecoding.describe(error))"
             return .error(400, "validation_failed", reason, details: [reason])
         }
+        // A token bound to apps counts sessions of its apps only.
+        if let answer = forbidden(token(authorization), writingFor: beacons.map(\.bundleID)) { return answer }
         try await store.recordSessions(beacons, receivedAt: now)
         return .json(202, SessionsAcceptedBody(accepted: beacons.count))
     }
