@@ -28,6 +28,9 @@ public struct CollectorConfiguration: Sendable {
     public var uploadsInFlightPerToken: Int
     /// Tests hand in a gate they hold slots of; nil: one made from the two numbers above.
     var uploadGate: UploadGate?
+    /// How long an address is refused after its fifth wrong dashboard password in a row, doubling
+    /// with each further one (at most 15 minutes).
+    public var loginBackoff: Duration = .seconds(1)
     /// What the Connect App modal offers as the server's address when the collector listens on
     /// every interface; nil to detect the first LAN address.
     public var advertisedHost: String?

@@ -1,6 +1,6 @@
 // Secrets as an operator hands them in: ingest tokens (each bound to the apps it may write for, or
-// to any app), read from flags, the environment or files. Files keep secrets out of `ps` and shell
-// history; flags still work.
+// to any app), read from flags, the environment or files, and the dashboard password's strength.
+// Files keep secrets out of `ps` and shell history; flags still work.
 import Foundation
 
 /// An ingest token and the apps it may write for.
@@ -62,8 +62,29 @@ public struct SecretsError: Error, CustomStringConvertible {
 
 public enum Secrets {
     /// A file's first line, as `--dashboard-password-file` reads it (a trailing newline is not part of it).
+    public static func firstLine(ofFile path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { throw SecretsError("cannot read \(path)") }
+        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+    }
+
     public static func contents(ofFile path: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else { throw SecretsError("cannot read \(path)") }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    public static let minimumPasswordLength = 12
+    /// Passwords that are first in every guessing list; refused whatever their length.
+    static let commonPasswords: Set<String> = [
+        "secret", "password", "passw0rd", "password1", "password123", "123456", "12345678", "123456789", "1234567890",
+        "qwerty", "qwertyuiop", "letmein", "admin", "administrator", "changeme", "welcome", "dashboard", "collector",
+        "crash-collector", "iloveyou", "monkey", "dragon", "trustno1", "secretsecret", "passwordpassword",
+    ]
+
+    /// Why a dashboard password would be guessed, or nil when it will do.
+    public static func weakness(ofPassword password: String) -> String? {
+        if commonPasswords.contains(password.lowercased()) { return "it is on every list of common passwords" }
+        if password.count < minimumPasswordLength { return "it is shorter than \(minimumPasswordLength) characters" }
+        if Set(password).count < 4 { return "it repeats too few characters" }
+        return nil
     }
 }

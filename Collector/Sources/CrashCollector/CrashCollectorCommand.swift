@@ -13,7 +13,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
-            COLLECTOR_TOKEN_FILE, COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_UPLOADS_IN_FLIGHT, COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_TOKEN_FILE, COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_DASHBOARD_PASSWORD_FILE, COLLECTOR_UPLOADS_IN_FLIGHT,
+            COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
             COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """,
@@ -37,8 +38,11 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         "A file of ingest tokens, one per line in --token's form ('#' comments); repeatable.", valueName: "file"))
     var tokenFiles: [String] = []
 
-    @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name); generated and printed when absent.")
+    @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name), 12 characters or more; generated and printed when absent. Visible in ps: prefer --dashboard-password-file.")
     var dashboardPassword: String?
+
+    @Option(help: ArgumentHelp("A file whose first line is the dashboard password.", valueName: "file"))
+    var dashboardPasswordFile: String?
 
     @Option(help: "Uploads admitted at once (bodies being read, work queued or running); past it 503 with Retry-After (default 32).")
     var uploadsInFlight: Int?
@@ -92,10 +96,16 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         }
         let (secrets, tokenBundleIDs) = IngestToken.configuration(ingestTokens)
         var password = dashboardPassword ?? environment["COLLECTOR_DASHBOARD_PASSWORD"]
+        if let file = dashboardPasswordFile ?? environment["COLLECTOR_DASHBOARD_PASSWORD_FILE"] {
+            guard password == nil else { throw ValidationError("--dashboard-password and --dashboard-password-file: one of them") }
+            do { password = try Secrets.firstLine(ofFile: file) } catch { throw ValidationError("--dashboard-password-file: \(error)") }
+        }
         var generated = false
         if password?.isEmpty ?? true {
-            password = (0..<12).map { _ in String("abcdefghijkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
+            password = (0..<16).map { _ in String("abcdefghijkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
             generated = true
+        } else if let weakness = Secrets.weakness(ofPassword: password!) {
+            throw ValidationError("the dashboard password is too easy to guess: \(weakness); leave it out to have one generated")
         }
         let inFlight = try uploadsInFlight ?? environment["COLLECTOR_UPLOADS_IN_FLIGHT"].map(parseInt("COLLECTOR_UPLOADS_IN_FLIGHT"))
             ?? CollectorConfiguration.defaultUploadsInFlight
@@ -131,8 +141,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
 
         let store = try await Self.openStore(database, logger: logger)
         let configuration = CollectorConfiguration(
-            ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
-            uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
+            ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention,
+            acceptAnonymousLogs: anonymous, uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
             alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook,
             symbolication: symbolication)

@@ -28,7 +28,7 @@ public final class ListeningAddress: Sendable {
 }
 
 public enum CollectorServer {
-    public typealias App = Application<RouterResponder<BasicRequestContext>>
+    public typealias App = Application<RouterResponder<CollectorRequestContext>>
 
     /// The application, not yet running: `try await app.runService()` (or add it to a ServiceGroup).
     /// `onListening` gets the bound address, once.
@@ -59,13 +59,15 @@ public enum CollectorServer {
     }
 
     static func makeRouter(store: any Store, configuration: CollectorConfiguration, address: ListeningAddress,
-                           logger: Logger) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+                           logger: Logger) -> Router<CollectorRequestContext> {
+        let router = Router(context: CollectorRequestContext.self)
+        router.add(middleware: SecurityHeadersMiddleware())
         let ingest = Ingest(store: store, configuration: configuration, logger: logger)
         let read = ReadAPI(store: store, rule: configuration.alertRule)
         let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost,
                                   rule: configuration.alertRule)
-        let auth = DashboardAuth(password: configuration.dashboardPassword)
+        let auth = DashboardAuth(password: configuration.dashboardPassword,
+                                 throttle: LoginThrottle(base: configuration.loginBackoff), logger: logger)
         let limiter = RateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
         let gate = configuration.uploadGate
             ?? UploadGate(overall: configuration.uploadsInFlight, perToken: configuration.uploadsInFlightPerToken)
@@ -133,7 +135,7 @@ public enum CollectorServer {
 
         // Read API: JSON for scripts and the dashboard's own use.
         router.get("/api/issues") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let query = IssueQuery(bundleID: request.uri.queryParameters.get("bundle_id"),
                                        kind: request.uri.queryParameters.get("kind"),
@@ -142,7 +144,7 @@ public enum CollectorServer {
             }
         }
         router.get("/api/issues/{id}") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else {
                     return .error(404, "not_found", "No such issue")
@@ -151,20 +153,20 @@ public enum CollectorServer {
             }
         }
         router.get("/api/logs") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let limit = min(1000, max(1, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
                 return try await read.logs(limit: limit, appID: request.uri.queryParameters.get("app_id"))
             }
         }
         router.get("/api/crash-free") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)))
             }
         }
         router.get("/api/top-crashes") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let query = request.uri.queryParameters
                 let limit = min(100, max(1, query.get("limit", as: Int.self) ?? 10))
@@ -172,18 +174,18 @@ public enum CollectorServer {
             }
         }
         router.get("/api/alerts") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) { .json(200, try await read.alerts()) }
         }
         router.get("/api/connect-link") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             let appID = request.uri.queryParameters.get("app_id") ?? ""
             return json(dashboard.connectLink(appID: appID))
         }
 
         // The Connect App modal's QR code (seed 002): SVG drawn with libqrencode.
         router.get("/connect/qr.svg") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             let query = request.uri.queryParameters
             switch dashboard.connectQR(appID: query.get("app_id"), host: query.get("host"), port: query.get("port")) {
             case .svg(let svg):
@@ -197,18 +199,18 @@ public enum CollectorServer {
 
         // Dashboard pages.
         router.get("/") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: false) }
+            if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) { try await dashboard.issuesPage() }
         }
         router.get("/issues/{id}") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: false) }
+            if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
                 return try await dashboard.issuePage(id: id)
             }
         }
         router.get("/logs") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: false) }
+            if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) { try await dashboard.logsPage(limit: 200) }
         }
         return router
@@ -263,10 +265,42 @@ extension HTTPField.Name {
     static let idempotencyKey = Self("Idempotency-Key")!
 }
 
+extension APIAnswer {
+    static func loginThrottled(retryAfter: Int) -> APIAnswer {
+        var answer = APIAnswer.json(429, RateLimitedBody(
+            error: "too_many_attempts", message: "Too many wrong passwords from this address; retry after \(retryAfter) s",
+            retry_after: retryAfter))
+        answer.retryAfter = retryAfter
+        return answer
+    }
+}
+
 /// HTTP basic auth with the dashboard password (any user name): browsers ask for it themselves,
 /// scripts send `curl -u :PASSWORD`.
 struct DashboardAuth: Sendable {
     let password: String
+    let throttle: LoginThrottle
+    let logger: Logger
+
+    /// nil when the request may go on; else the 401 challenge, or a 429 for an address that failed
+    /// too often (checked before the password, so a blocked address learns nothing from a guess).
+    func refusal(_ request: Request, _ context: CollectorRequestContext, json: Bool) -> Response? {
+        let address = context.clientAddress
+        if case .blocked(let seconds) = throttle.check(address) {
+            return CollectorServer.json(.loginThrottled(retryAfter: seconds))
+        }
+        if allows(request) {
+            throttle.succeeded(address)
+            return nil
+        }
+        // A request without credentials is a browser's first visit, not a guess.
+        if request.headers[.authorization] != nil, let block = throttle.failed(address) {
+            logger.warning("dashboard: wrong password from \(address); blocked for \(LoginThrottle.seconds(block)) s")
+        } else if request.headers[.authorization] != nil {
+            logger.notice("dashboard: wrong password from \(address)")
+        }
+        return challenge(json: json)
+    }
 
     func allows(_ request: Request) -> Bool {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
