@@ -41,6 +41,7 @@ let package = Package(
                 // Symbolication on arrival of records sent raw (stripped binaries): libdw, a symbol store, debuginfod.
                 .product(name: "CrashSymbolication", package: "swift-crash-reporting"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),   // MaximumAvailableConnections
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),   // NIOThreadPool: uploads' work off the cooperative pool

@@ -28,6 +28,13 @@ public struct CollectorConfiguration: Sendable {
     public var uploadsInFlightPerToken: Int
     /// Tests hand in a gate they hold slots of; nil: one made from the two numbers above.
     var uploadGate: UploadGate?
+    /// A connection that sends nothing for this long is closed: idle between requests, or stalled in
+    /// a request's head or body. nil: never.
+    public var idleTimeout: Duration? = CollectorConfiguration.defaultIdleTimeout
+    /// Connections open at once; past it new ones wait in the listen backlog. 0: no limit.
+    public var maxConnections: Int = CollectorConfiguration.defaultMaxConnections
+    public static let defaultIdleTimeout: Duration = .seconds(30)
+    public static let defaultMaxConnections = 512
     /// How long an address is refused after its fifth wrong dashboard password in a row, doubling
     /// with each further one (at most 15 minutes).
     public var loginBackoff: Duration = .seconds(1)

@@ -14,7 +14,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
             COLLECTOR_TOKEN_FILE, COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_DASHBOARD_PASSWORD_FILE, COLLECTOR_UPLOADS_IN_FLIGHT,
-            COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_IDLE_TIMEOUT, COLLECTOR_MAX_CONNECTIONS, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
             COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """,
@@ -49,6 +49,12 @@ struct CrashCollectorCommand: AsyncParsableCommand {
 
     @Option(help: "Uploads one token may have in flight; past it 429 with Retry-After (default 16).")
     var uploadsPerToken: Int?
+
+    @Option(help: "Close a connection that sends nothing for this many seconds: idle, or stalled in a request's head or body (default 30; 0: never).")
+    var idleTimeout: Int?
+
+    @Option(help: "Connections open at once; past it new ones wait to be accepted (default 512; 0: no limit).")
+    var maxConnections: Int?
 
     @Option(help: "Delete reports and logs older than this many days; 0 keeps everything (default 30).")
     var retentionDays: Int?
@@ -112,6 +118,11 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let perToken = try uploadsPerToken ?? environment["COLLECTOR_UPLOADS_PER_TOKEN"].map(parseInt("COLLECTOR_UPLOADS_PER_TOKEN"))
             ?? CollectorConfiguration.defaultUploadsInFlightPerToken
         guard inFlight >= 1, perToken >= 1 else { throw ValidationError("uploads in flight, overall and per token, are 1 or more") }
+        let idle = try idleTimeout ?? environment["COLLECTOR_IDLE_TIMEOUT"].map(parseInt("COLLECTOR_IDLE_TIMEOUT"))
+            ?? Int(CollectorConfiguration.defaultIdleTimeout.components.seconds)
+        let connections = try maxConnections ?? environment["COLLECTOR_MAX_CONNECTIONS"].map(parseInt("COLLECTOR_MAX_CONNECTIONS"))
+            ?? CollectorConfiguration.defaultMaxConnections
+        guard idle >= 0, connections >= 0 else { throw ValidationError("the idle time-out and the connection limit are 0 or more") }
         let retention = try retentionDays ?? environment["COLLECTOR_RETENTION_DAYS"].map(parseInt("COLLECTOR_RETENTION_DAYS")) ?? 30
         let anonymous = anonymousLogs || environment["COLLECTOR_ANONYMOUS_LOGS"] == "1"
         let rate = try rateLimit ?? environment["COLLECTOR_RATE_LIMIT"].map(parseDouble("COLLECTOR_RATE_LIMIT"))
@@ -140,12 +151,14 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         let store = try await Self.openStore(database, logger: logger)
-        let configuration = CollectorConfiguration(
+        var configuration = CollectorConfiguration(
             ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention,
             acceptAnonymousLogs: anonymous, uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
             alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook,
             symbolication: symbolication)
+        configuration.idleTimeout = idle > 0 ? .seconds(idle) : nil
+        configuration.maxConnections = connections
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(

@@ -4,6 +4,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -38,6 +39,17 @@ public enum CollectorServer {
     ) -> App {
         let address = ListeningAddress(host: host, port: port)
         let router = makeRouter(store: store, configuration: configuration, address: address, logger: logger)
+        let ingest = Ingest(store: store, configuration: configuration, logger: logger)
+        let uploadPaths: Set<String> = ["/api/v1/qa/diagnostics", "/api/v1/sessions", "/api/logs"]
+        /// An upload's head: an accepted token (none for anonymous logs when allowed) and no
+        /// Content-Length over the limit; other requests always.
+        let uploadMayReadBody: @Sendable (HTTPRequest) -> Bool = { head in
+            guard head.method == .post, let path = head.path?.split(separator: "?", maxSplits: 1).first.map(String.init),
+                  uploadPaths.contains(path) else { return true }
+            if let length = head.headerFields[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes { return false }
+            let authorization = head.headerFields[.authorization]
+            return path == "/api/logs" ? ingest.mayPostLogs(authorization: authorization) : ingest.isAuthorized(authorization)
+        }
         var services: [any Service] = []
         if configuration.retentionDays > 0 {
             services.append(RetentionService(store: store, days: configuration.retentionDays, logger: logger))
@@ -48,8 +60,15 @@ public enum CollectorServer {
         }
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
-            configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector"),
+            // The idle time-out closes a connection that sends nothing for that long: between
+            // requests, in the middle of a request's head (slowloris), or between body chunks.
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [ExpectContinueHandler(mayReadBody: uploadMayReadBody)],
+                idleTimeout: configuration.idleTimeout.map { .nanoseconds(Int64($0.components.seconds) * 1_000_000_000
+                    + $0.components.attoseconds / 1_000_000_000) })),
+            configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector",
+                                 availableConnectionsDelegate: configuration.maxConnections > 0
+                                    ? MaximumAvailableConnections(configuration.maxConnections, logger: logger) : nil),
             services: services,
             onServerRunning: { channel in
                 if let bound = channel.localAddress?.port { address.set(port: bound) }
