@@ -135,6 +135,17 @@ import Testing
         }
     }
 
+    @Test func uploadWorkRunsOnItsOwnThreads() async throws {
+        // The pool's threads, not the cooperative pool's: NIOThreadPool names them "TP-#n".
+        let name = try await UploadExecutor.shared.run { () async throws -> String in
+            try await Task.sleep(for: .milliseconds(1))   // and after a suspension too
+            return Self.threadName()
+        }
+        #expect(name.hasPrefix("TP-#"), "\(name)")
+    }
+
+    static func threadName() -> String { Thread.current.name ?? "" }
+
     @Test func gateCountsOverallAndPerToken() {
         let gate = UploadGate(overall: 3, perToken: 2)
         #expect(gate.enter("a") == .admitted)
