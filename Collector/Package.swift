@@ -68,7 +68,8 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Hummingbird", package: "hummingbird"),   // the alert webhook's listener
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "PostgresNIO", package: "postgres-nio")]
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Crypto", package: "swift-crypto")]   // the CSP's script hash, checked
         ),
     ]
 )

@@ -2,6 +2,7 @@
 // headers on every answer, JSON never cached, the SQLite file the owner's only, weak passwords and
 // secrets from files at startup.
 @testable import Collector
+import Crypto
 import Foundation
 import Synchronization
 import Testing
@@ -79,6 +80,29 @@ import Testing
                 #expect(answer.header("Cache-Control") == "no-store")
             }
             #expect(answers[6].header("Cache-Control") == "private, max-age=3600")   // the QR image keeps its own
+        }
+    }
+
+    @Test func onlyTheDashboardsOwnScriptMayRun() async throws {
+        try await TestCollector.with { collector in
+            let page = try await collector.read("/")
+            let csp = try #require(page.header("Content-Security-Policy"))
+            let scriptSources = try #require(csp.split(separator: ";").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("script-src") })
+            #expect(!scriptSources.contains("unsafe-inline"))
+            // Every inline script of the page is allowed by its hash, and there is no inline handler.
+            let html = page.text
+            var scripts: [String] = []
+            var rest = html[...]
+            while let open = rest.range(of: "<script>"), let close = rest.range(of: "</script>", range: open.upperBound..<rest.endIndex) {
+                scripts.append(String(rest[open.upperBound..<close.lowerBound]))
+                rest = rest[close.upperBound...]
+            }
+            #expect(scripts.count == 1)
+            for script in scripts {
+                let hash = "'sha256-" + Data(SHA256.hash(data: Data(script.utf8))).base64EncodedString() + "'"
+                #expect(scriptSources.contains(hash))
+            }
+            #expect(html.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil)
         }
     }
 

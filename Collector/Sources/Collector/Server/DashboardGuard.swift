@@ -24,10 +24,11 @@ public struct CollectorRequestContext: RequestContext {
 }
 
 struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
-    /// The dashboard's script and styles are inline, hence 'unsafe-inline'; everything else is
-    /// this origin only, and no page may be framed.
+    /// Scripts: the dashboard's one inline script by its hash, nothing injected runs. Styles are
+    /// inline (one <style> block), hence 'unsafe-inline' for them only.
+    /// Everything else is this origin only, and no page may be framed.
     static var contentSecurityPolicy: String {
-        "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "default-src 'self'; script-src 'self' \(Dashboard.connectScriptHash); style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
             + "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     }
 
