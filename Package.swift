@@ -42,6 +42,9 @@ let package = Package(
             name: "crashtool",
             dependencies: [
                 "CrashSymbolication", "CrashReportModel",
+                // Session files (breadcrumbs, keys, user) beside a record are read with its exporter;
+                // its pthread_create wrapper only forwards here (nothing installs altstacks).
+                "CCrashCapture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -66,6 +69,11 @@ let package = Package(
 
         // Benchmarks print figures (tools/bench-*); none is a test.
         .executableTarget(name: "ContextBenchmark", dependencies: ["CrashReporting"], path: "Benchmarks/ContextBenchmark"),
+        .executableTarget(
+            name: "LogHandlerBenchmark",
+            dependencies: ["CrashReporting", "CrashReportingLogging", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/LogHandlerBenchmark"
+        ),
 
         .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus", "Payloads"]),
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.

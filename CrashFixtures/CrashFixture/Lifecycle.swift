@@ -23,6 +23,12 @@ enum LifecycleMode: String, CaseIterable {
     case nonFatalErrors = "non-fatal-errors"
     /// Prints "enabled=<bool>", then turns collection to the opposite (persisted).
     case collectionToggle = "collection-toggle"
+    /// Samples memory every CRASH_FIXTURE_MEMORY_INTERVAL_MS (default 50), then allocates and
+    /// touches 2 MiB every 10 ms until something kills it (the tests run it in a memory cgroup).
+    case allocateUntilKilled = "allocate-until-killed"
+    /// Starts with the fixture's configuration; prints "start: ok" (then waits for the
+    /// background work) or "start: <kind>: <message>", and exits 0.
+    case startOnly = "start-only"
 }
 
 /// A nested Codable value for userInfo.
@@ -103,6 +109,24 @@ func setContext(breadcrumbs: Int) {
     }
 }
 
+/// Waits (at most 20 s) until the memory sampler's sidecar (sessions/*.memory) ends with a sample
+/// that `accept`s.
+func waitForMemorySample(_ reportsDirectory: String, _ accept: ([String: Any]) -> Bool) {
+    let sessions = reportsDirectory + "/sessions"
+    let deadline = ContinuousClock.now + .seconds(20)
+    while ContinuousClock.now < deadline {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: sessions)) ?? []
+        for name in names where name.hasSuffix(".memory") {
+            guard let text = try? String(contentsOfFile: sessions + "/" + name, encoding: .utf8),
+                  let last = text.split(separator: "\n").last,
+                  let sample = (try? JSONSerialization.jsonObject(with: Data(last.utf8))) as? [String: Any],
+                  sample["type"] as? String == "memory_sample" else { continue }
+            if accept(sample) { return }
+        }
+        usleep(5_000)
+    }
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock the benchmark's parent process reads too.
 func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
@@ -118,8 +142,31 @@ func segvHandlerAddress() -> Int {
 }
 
 func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
-    let configuration = fixtureConfiguration(reportsDirectory)
+    var configuration = fixtureConfiguration(reportsDirectory)
+    let interval = ProcessInfo.processInfo.environment["CRASH_FIXTURE_MEMORY_INTERVAL_MS"].flatMap(Int.init) ?? 50
+    configuration.memorySampleInterval = .milliseconds(interval)
     switch mode {
+    case .allocateUntilKilled:
+        try! CrashReporter.start(configuration)
+        CrashReporter.log("allocating until killed", level: .warning, tag: "memory")
+        var kept: [UnsafeMutableRawPointer] = []
+        // Samples taken before and while it grows, whatever the machine's load: wait for the
+        // sampler's first reading, allocate 32 MiB, wait for a reading that shows them.
+        waitForMemorySample(reportsDirectory) { _ in true }
+        print("allocating")
+        fflush(nil)
+        for _ in 0..<16 {
+            let chunk = malloc(2 << 20)!
+            memset(chunk, 0x5a, 2 << 20)
+            kept.append(chunk)
+        }
+        waitForMemorySample(reportsDirectory) { ($0["cgroup_bytes"] as? Int ?? $0["rss_bytes"] as? Int ?? 0) >= 32 << 20 }
+        while true {
+            let chunk = malloc(2 << 20)!
+            memset(chunk, 0x5a, 2 << 20)   // touched: resident, charged to the cgroup
+            kept.append(chunk)
+            usleep(10_000)
+        }
     case .startErrors:
         let unusable = CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: "/etc/hostname/crashes")
         let initial = segvHandlerAddress()
@@ -137,6 +184,17 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         exit(0)
     case .cleanExit:
         try! CrashReporter.start(configuration)
+        exit(0)
+    case .startOnly:
+        do {
+            try CrashReporter.start(configuration)
+            print("start: ok")
+            CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
+        } catch let error as CrashReporter.StartError {
+            print("start: \(error.kind): \(error.message)")
+        } catch {
+            print("start: unexpected: \(error)")
+        }
         exit(0)
     case .startCost:
         let configured = monotonicNanoseconds()

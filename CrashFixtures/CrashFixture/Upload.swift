@@ -48,15 +48,22 @@ func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configura
     upload.crashOnLaunchWindow = milliseconds("CRASH_FIXTURE_CRASH_ON_LAUNCH_WINDOW_MS") ?? .seconds(5)
     upload.periodicInterval = milliseconds("CRASH_FIXTURE_PERIODIC_MS")
     upload.beaconBatch = environment["CRASH_FIXTURE_BEACON_BATCH"].flatMap(Int.init) ?? 20
-    return CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory, appVersion: "1.0.0",
-                                       buildNumber: "42", environment: "staging", upload: upload)
+    upload.allowsInsecureHTTP = environment["CRASH_FIXTURE_ALLOW_HTTP"] == "1"
+    upload.persistsConnectURL = environment["CRASH_FIXTURE_PERSIST_CONNECT"] == "1"
+    upload.connectURLHosts = environment["CRASH_FIXTURE_CONNECT_HOSTS"].map { $0.split(separator: ",").map(String.init) }
+    var configuration = CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory,
+                                                    appVersion: "1.0.0", buildNumber: "42", environment: "staging", upload: upload)
+    if environment["CRASH_FIXTURE_THREADS_OFF"] == "1" { configuration.threads = .disabled }
+    if let wait = milliseconds("CRASH_FIXTURE_THREAD_WAIT_MS") { configuration.threads.wait = wait }
+    return configuration
 }
 
 func statusLine() -> String {
     let status = CrashReporter.uploadStatus
     return "delivered=\(status.delivered) quarantined=\(status.quarantined) dropped=\(status.dropped) unsent=\(CrashReporter.checkForUnsentReports())"
         + " crashed_before=\(CrashReporter.didCrashDuringPreviousExecution)"
-        + " config_error=\(status.configurationError == nil ? "none" : "yes") failure=\(status.lastFailure ?? "none")"
+        + " config_error=\(status.configurationError == nil ? "none" : "yes") unreachable=\(status.unreachable == nil ? "no" : "yes")"
+        + " failure=\(status.lastFailure ?? "none")"
 }
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
@@ -101,6 +108,12 @@ func runUploadMode(_ mode: UploadMode, reportsDirectory: String) -> Never {
     case .startThenStatus:
         say(statusLine())
     case .uploadThenWaitForKill:
+        // As an app is started by a service manager: SIGTERM takes its default action. (A test
+        // runner may start us with it blocked, and the mask is inherited.)
+        var terminate = sigset_t()
+        sigemptyset(&terminate)
+        sigaddset(&terminate, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &terminate, nil)
         say("ready")
         while true { sleep(60) }
     case .recordErrors:

@@ -1,6 +1,7 @@
 // CrashFixture: a program that crashes in a known way, through a fixed level1()…level5() chain, so
 // the integration tests can check every frame. Usage: CrashFixture <fixture> <reports-directory>
 // Set CRASH_FIXTURE_NO_REPORTER=1 to crash without CrashReporter (the Swift backtracer baseline).
+import CCrashCapture
 import CFixtureSupport
 import CrashReporting
 import Foundation
@@ -32,6 +33,12 @@ enum Fixture: String, CaseIterable {
     /// 8 threads log 200 breadcrumbs each, more threads than there are rings of their own (the
     /// rest share ring 0), in two waves so that rings are handed over; then a last one and a crash.
     case threadsContextThenCrash = "threads-context-then-crash"
+    /// Four named threads, each waiting in its own function (waitInAlpha…waitInDelta), and one
+    /// that blocks every signal; then the main thread crashes: the record lists them all.
+    case namedThreadsThenCrash = "named-threads-then-crash"
+    /// Opens $CRASH_FIXTURE_UNLOADED before start and closes it after; opens $CRASH_FIXTURE_PLUGIN
+    /// after start and crashes inside its `plugin_crash()` (called from crash()).
+    case dlopenedLibraryCrash = "dlopened-library-crash"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -62,7 +69,8 @@ func waitForCoarseClockTick() {
 @inline(never) func crash(_ fixture: Fixture) {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
-         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash:
+         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
+         .namedThreadsThenCrash:
         cfs_write_null_pointer()
     case .abortFromC:
         cfs_abort()
@@ -89,7 +97,25 @@ func waitForCoarseClockTick() {
         print("forceCrash returned")
     case .deepStack:
         sink &+= recurseThenCrash(60)
+    case .dlopenedLibraryCrash:
+        callPlugin()
     }
+}
+
+/// The library opened after start; its `plugin_crash()` writes through a null pointer.
+nonisolated(unsafe) var pluginCrash: (@convention(c) () -> Void)? = nil
+
+@inline(never) func callPlugin() {
+    pluginCrash?()
+    sink &+= 1
+}
+
+func openLibrary(_ variable: String) -> UnsafeMutableRawPointer {
+    guard let path = ProcessInfo.processInfo.environment[variable], let handle = dlopen(path, RTLD_NOW) else {
+        FileHandle.standardError.write(Data("cannot open $\(variable): \(String(cString: dlerror()))\n".utf8))
+        exit(5)
+    }
+    return handle
 }
 
 @inline(never) func indexOutOfRange(_ array: [Int], index: Int) -> Int {
@@ -146,6 +172,49 @@ let crashTogetherArrivals = Atomic<Int>(0)
     cfs_write_null_pointer()
 }
 
+// MARK: - Named threads, each waiting in a function of its own
+
+/// Never signalled: the waiting threads stay where they are until the process dies.
+let gate = DispatchSemaphore(value: 0)
+/// Signalled by each thread from inside its wait function, just before it blocks.
+let waiting = DispatchSemaphore(value: 0)
+
+@inline(never) func waitInAlpha() { waiting.signal(); gate.wait(); sink &+= 1 }
+@inline(never) func waitInBeta() { waiting.signal(); gate.wait(); sink &+= 2 }
+@inline(never) func waitInGamma() { waiting.signal(); gate.wait(); sink &+= 3 }
+@inline(never) func waitInDelta() { waiting.signal(); gate.wait(); sink &+= 4 }
+
+/// Starts the four named threads and one that blocks every signal, and returns once all wait.
+func startNamedThreads() {
+    let threads: [(String, @Sendable () -> Void)] = [
+        ("fixture-alpha", waitInAlpha), ("fixture-beta", waitInBeta),
+        ("fixture-gamma", waitInGamma), ("fixture-delta", waitInDelta),
+    ]
+    for (name, body) in threads {
+        Thread.detachNewThread {
+            cfs_name_current_thread(name)
+            body()
+        }
+    }
+    Thread.detachNewThread {
+        cfs_name_current_thread("fixture-masked")
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, nil)
+        waiting.signal()
+        gate.wait()
+    }
+    // More waiting threads for measurements (tools/bench-capture's thread count): unnamed.
+    let extra = ProcessInfo.processInfo.environment["CRASH_FIXTURE_EXTRA_THREADS"].flatMap(Int.init) ?? 0
+    for _ in 0..<extra {
+        Thread.detachNewThread {
+            waiting.signal()
+            gate.wait()
+        }
+    }
+    for _ in 0..<(5 + extra) { waiting.wait() }
+}
+
 // MARK: - Running a fixture
 
 func runOnThread(_ fixture: Fixture, stackSize: Int = 0) {
@@ -179,6 +248,11 @@ reportsDirectory = arguments[2]
 
 if fixture == .previousHandlerChained {
     cfs_install_marker_handler(SIGSEGV, reportsDirectory + "/previous-handler.marker")
+}
+
+var unloadedAfterStart: UnsafeMutableRawPointer? = nil
+if fixture == .dlopenedLibraryCrash {
+    unloadedAfterStart = openLibrary("CRASH_FIXTURE_UNLOADED")   // in start's module table
 }
 
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
@@ -220,6 +294,17 @@ case .loaderLockHeld:
     level1(fixture)
 case .contextThenCrash:
     setContext(breadcrumbs: 1000)
+    level1(fixture)
+case .namedThreadsThenCrash:
+    startNamedThreads()
+    if ProcessInfo.processInfo.environment["CRASH_FIXTURE_TAKE_THREAD_SIGNAL"] == "1" {
+        signal(ccr_thread_capture_signal(), SIG_IGN)   // another library takes the signal after start
+    }
+    level1(fixture)
+case .dlopenedLibraryCrash:
+    if let unloadedAfterStart { dlclose(unloadedAfterStart) }
+    let plugin = openLibrary("CRASH_FIXTURE_PLUGIN")
+    pluginCrash = unsafeBitCast(dlsym(plugin, "plugin_crash"), to: (@convention(c) () -> Void).self)
     level1(fixture)
 case .threadsContextThenCrash:
     CrashReporter.log("main first")

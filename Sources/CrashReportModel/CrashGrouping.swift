@@ -1,24 +1,47 @@
-// Crash signatures: which issue a report belongs to, for the collector (issues) and the Sentry
-// transport (fingerprint) alike. Crashlytics-like: the top three in-app
-// symbolicated frames of the crashed thread, with what varies between builds and runs stripped
-// (addresses, offsets, line numbers, closure numbers, generic arguments). Reports without such
-// frames fall back to the exception type and the top frame's module + offset, which is stable for
-// one build (ASLR moves addresses, not offsets).
+// Crash signatures: which issue a report belongs to, for the collector (issues), the Sentry
+// transport (fingerprint), Logz.io and crashtool alike — one rule, versioned (`ruleVersion`).
+//
+// Rule 2: the signature is the report's kind, the failure's reason and the first three *app-owned*
+// frames of the crashed thread. App-owned is decided by where the code comes from, not by the
+// module it was linked into: with -O the standard library is inlined into the app, and with
+// --static-swift-stdlib the runtime, Foundation and Dispatch live in the app binary. A frame is
+// not the app's when its DWARF file, its symbol's namespace or its module says it is the Swift
+// standard library or runtime, Foundation, Dispatch, libc, or this crash reporter. Compiler
+// wrappers (specialisations, thunks, partial applies, merged and outlined functions, async resume
+// points) count as the function they wrap; pure glue (reabstraction thunks, protocol witnesses)
+// counts as nothing. The reason is the runtime failure ("Index out of range", from the inlined
+// "Swift runtime failure: …" frame of an -O trap or from the debug build's fatal message, which
+// say the same) or, without one, the exception type; it is part of the signature, never all of
+// it. Debug, release, static-stdlib and stripped-then-symbolicated builds of one bug sign alike.
+// Reports without named app frames fall back to the first app frame's module + offset (stable for
+// one build), then to the top named system frames.
+//
+// Rule 1 (before 2026-11-23) took the top three frames of modules that were not system libraries,
+// so inlined standard-library frames counted as the app's; `crash-collector regroup` re-signs
+// reports stored under it.
 import Foundation
 
 public enum CrashGrouping {
+    /// The rule's version, stored with each issue; a collector whose issues were signed by an older
+    /// rule says so at start (`crash-collector regroup` re-signs them).
+    public static let ruleVersion = 2
+
     /// What groups reports into one issue, and how the issue is titled.
     public struct IssueKey: Sendable, Equatable {
         public var signature: String
         public var title: String
         public var subtitle: String
         public var exceptionType: String
+        /// The grouping rule that made the signature.
+        public var ruleVersion: Int
 
-        public init(signature: String, title: String, subtitle: String, exceptionType: String) {
+        public init(signature: String, title: String, subtitle: String, exceptionType: String,
+                    ruleVersion: Int = CrashGrouping.ruleVersion) {
             self.signature = signature
             self.title = title
             self.subtitle = subtitle
             self.exceptionType = exceptionType
+            self.ruleVersion = ruleVersion
         }
     }
 
@@ -40,26 +63,69 @@ public enum CrashGrouping {
             break
         }
         let frames = crashedFrames(of: report)
-        let images = report.images
-        let appFrames = frames.filter { isInApp($0, images: images) }
-        let symbols = appFrames.compactMap { $0.function.flatMap(normalisedFunction) }
+        let failure = report.kind == "crash" ? failureReason(frames: frames, message: report.exception_message) : nil
         // A non-fatal error's type (domain and code) is part of what went wrong at the same call site.
-        let prefix = report.kind == "crash" ? "crash" : "\(report.kind)|\(report.exception_type)"
-        if !symbols.isEmpty {
-            let top = Array(symbols.prefix(framesInSignature))
-            return IssueKey(signature: "\(prefix)|" + top.joined(separator: " < "), title: clipped(top[0]),
-                            subtitle: subtitle, exceptionType: report.exception_type)
+        let reason = failure ?? report.exception_type
+        let prefix = "\(report.kind)|\(reason)|"
+        func key(_ place: String) -> IssueKey {
+            IssueKey(signature: prefix + place, title: clipped("\(place.components(separatedBy: " < ")[0]) — \(reason)"),
+                     subtitle: subtitle, exceptionType: report.exception_type)
         }
-        // Unsymbolicated: module + offset of the first in-app frame, else of the first frame that has one.
-        if let frame = (appFrames + frames).first(where: { $0.module != nil && $0.module_offset != nil }),
+        let origins = frames.map { origin(of: $0, images: report.images) }
+        let appFrames = zip(frames, origins).filter { $1 == .app }.map(\.0)
+        let appNames = deduplicated(appFrames.compactMap { $0.function.flatMap(groupingName) })
+        if !appNames.isEmpty {
+            return key(appNames.prefix(framesInSignature).joined(separator: " < "))
+        }
+        // Unsymbolicated: module + offset of the first app frame (stable for one build: ASLR moves addresses, not offsets).
+        if let frame = appFrames.first(where: { $0.module != nil && $0.module_offset != nil }),
            let module = frame.module, let offset = frame.module_offset {
-            let place = "\(module) + \(offset)"
-            return IssueKey(signature: "\(report.kind)|\(report.exception_type)|\(place)", title: place,
-                            subtitle: subtitle, exceptionType: report.exception_type)
+            return key("\(module) + \(offset)")
+        }
+        // Nothing of the app's: the top named frames (a crash wholly inside a library, on one of its threads).
+        let systemNames = deduplicated(zip(frames, origins).filter { $1 == .system }.compactMap { $0.0.function.flatMap(groupingName) })
+        if !systemNames.isEmpty {
+            return key(systemNames.prefix(framesInSignature).joined(separator: " < "))
+        }
+        if let frame = frames.first(where: { $0.module != nil && $0.module_offset != nil }),
+           let module = frame.module, let offset = frame.module_offset {
+            return key("\(module) + \(offset)")
         }
         let message = stripNumbers(report.exception_message)
-        return IssueKey(signature: "\(report.kind)|\(report.exception_type)|\(message)", title: clipped(report.exception_type),
-                        subtitle: subtitle, exceptionType: report.exception_type)
+        return IssueKey(signature: prefix + message, title: clipped(reason), subtitle: subtitle, exceptionType: report.exception_type)
+    }
+
+    private static func deduplicated(_ names: [String]) -> [String] {
+        // A partial-apply forwarder and the closure it calls are one frame of the source.
+        var out: [String] = []
+        for name in names where out.last != name { out.append(name) }
+        return out
+    }
+
+    // MARK: The reason
+
+    static let runtimeFailurePrefix = "Swift runtime failure: "
+
+    /// What the Swift runtime said went wrong, the same in debug and -O builds: the inlined
+    /// "Swift runtime failure: Index out of range" frame at an -O trap, else the fatal message
+    /// ("Swift/ContiguousArrayBuffer.swift:692: Fatal error: Index out of range"); numbers in a
+    /// message become <n> (ids in a fatalError text would split one bug). nil when there is none.
+    public static func failureReason(frames: [DiagnosticsPayload.Frame], message: String) -> String? {
+        if let top = frames.first?.index,
+           let failure = frames.first(where: { $0.index == top && ($0.function ?? "").hasPrefix(runtimeFailurePrefix) })?.function {
+            return clipped(String(failure.dropFirst(runtimeFailurePrefix.count)), to: 120)
+        }
+        let firstLine = message.split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? ""
+        for marker in [runtimeFailurePrefix, "Fatal error: ", "Precondition failed: ", "Assertion failed: "] {
+            guard let range = firstLine.range(of: marker) else { continue }
+            var text = String(firstLine[range.upperBound...])
+            // The older layout: "Fatal error: Index out of range: file Swift/Array.swift, line 600".
+            if let file = text.range(of: #": file [^,]+, line [0-9]+$"#, options: .regularExpression) { text.removeSubrange(file) }
+            text = text.trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { return marker.dropLast(2).description }
+            return clipped(stripNumbers(text), to: 120)
+        }
+        return nil
     }
 
     /// The crashed thread's frames; for senders that only fill stack_trace (seed 000's text
@@ -87,7 +153,16 @@ public enum CrashGrouping {
                      file: nil, line: nil, column: nil, inlined: false)
     }
 
-    // MARK: In-app frames
+    // MARK: Where a frame's code comes from
+
+    public enum Origin: String, Sendable, Codable {
+        /// The app's own code: what a signature is made of.
+        case app
+        /// The Swift standard library and runtime, Foundation, Dispatch, libc and other system libraries.
+        case system
+        /// This crash reporter (CCrashCapture, CrashReporting): linked into the app, never the bug.
+        case reporter
+    }
 
     /// Libraries that come with the system or the Swift runtime: never the app's code.
     public static let systemModulePrefixes = [
@@ -100,55 +175,172 @@ public enum CrashGrouping {
     ]
     public static let systemDirectories = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/", "/System/"]
 
-    /// In-app: the frame's module is the program's own binary or one of its own libraries, and
-    /// the function is not the crash reporter's (it is linked into the app, but never the bug).
-    public static func isInApp(_ frame: DiagnosticsPayload.Frame, images: [DiagnosticsPayload.Image]) -> Bool {
-        guard let module = frame.module, !module.isEmpty else { return false }
-        if systemModulePrefixes.contains(where: { module.hasPrefix($0) }) { return false }
-        if let image = images.first(where: { $0.path == module || $0.path.hasSuffix("/" + module) }),
-           systemDirectories.contains(where: { image.path.hasPrefix($0) }) || image.path.contains("/usr/lib/swift/") {
-            return false
+    /// Swift modules of the toolchain and of Foundation and Dispatch.
+    public static let systemSwiftModules: Set<String> = [
+        "Swift", "_Concurrency", "_StringProcessing", "_RegexParser", "Synchronization", "Distributed", "Observation",
+        "RegexBuilder", "Cxx", "CxxStdlib", "SwiftOnoneSupport", "_Differentiation", "_Volatile", "_Backtracing", "Runtime",
+        "Foundation", "FoundationEssentials", "FoundationInternationalization", "FoundationNetworking", "FoundationXML",
+        "_FoundationCShims", "_FoundationCollections", "_FoundationUnicode", "CoreFoundation", "Dispatch", "Glibc", "SwiftGlibc",
+        "Musl", "XCTest", "Testing", "__C", "__C_Synthesized",
+    ]
+    /// This project's modules.
+    public static let reporterSwiftModules: Set<String> = [
+        "CrashReporting", "CrashReportModel", "CrashSymbolication", "CrashReportingLogging", "CCrashCapture",
+    ]
+    /// C and C++ names of the runtime, Dispatch, libc and the unwinder.
+    static let systemSymbolPrefixes = [
+        "swift_", "_swift", "__swift", "swift::", "$ss", "_$ss", "$sS", "_dispatch", "dispatch_", "__dispatch", "_os_",
+        "__libc", "__GI_", "__pthread", "pthread_", "__restore_rt", "__sigaction", "__clone", "__cxa", "__gxx", "_Unwind",
+        "_ULx86_64", "_Ux86_64", "_ULaarch64", "_Uaarch64", "std::", "__gnu_cxx", "__assert", "__fortify", "__stack_chk",
+        "Swift runtime failure: ", "_CF", "__CF", "_NS",
+    ]
+    static let systemSymbols: Set<String> = ["_start", "start_thread", "clone", "clone3", "abort", "raise", "gsignal", "__abort"]
+    static let reporterSymbols: Set<String> = ["start_with_altstack"]
+    /// First folders of glibc's own source paths, as its DWARF has them ("nptl/pthread_create.c").
+    static let glibcFolders: Set<String> = [
+        "nptl", "sysdeps", "csu", "stdlib", "string", "libio", "malloc", "signal", "elf", "misc", "posix", "io", "assert",
+        "dlfcn", "setjmp", "iconv", "locale", "stdio-common", "time", "wcsmbs", "resolv", "socket", "login", "debug", "gmon",
+        "inet", "intl", "math", "rt", "dirent", "pwd", "grp", "termios", "libc",
+    ]
+
+    /// Where a payload frame's code comes from.
+    public static func origin(of frame: DiagnosticsPayload.Frame, images: [DiagnosticsPayload.Image]) -> Origin {
+        let path = frame.module.flatMap { module in images.first(where: { $0.path == module || $0.path.hasSuffix("/" + module) })?.path }
+        return origin(function: frame.function, file: frame.file, module: frame.module, modulePath: path)
+    }
+
+    /// Where code comes from, by every clue there is: the reporter's if any clue says so, the
+    /// system's if any says so, else the app's. `module` is the file name; `modulePath` where it was loaded from.
+    public static func origin(function: String?, file: String?, module: String?, modulePath: String?) -> Origin {
+        let byFile = file.flatMap(origin(ofFile:))
+        let byName = function.flatMap(origin(ofFunction:))
+        if byFile == .reporter || byName == .reporter { return .reporter }
+        if byFile == .system || byName == .system { return .system }
+        guard let module, !module.isEmpty else { return byFile == .app || byName == .app ? .app : .system }
+        if systemModulePrefixes.contains(where: { module.hasPrefix($0) }) { return .system }
+        if let modulePath, systemDirectories.contains(where: { modulePath.hasPrefix($0) }) || modulePath.contains("/usr/lib/swift/") {
+            return .system
         }
-        if let function = frame.function, isReporterFunction(function) { return false }
-        return true
+        return .app
+    }
+
+    /// The origin a source path tells, or nil ("<compiler-generated>").
+    public static func origin(ofFile file: String) -> Origin? {
+        let path = SourcePath.normalised(file)
+        if path.isEmpty || path.hasPrefix("<") { return nil }
+        for folder in ["CCrashCapture", "CrashReporting", "CrashReportModel", "CrashSymbolication", "CrashReportingLogging"] {
+            if path.contains("/Sources/\(folder)/") || path.hasPrefix("Sources/\(folder)/") { return .reporter }
+        }
+        for marker in ["/swift/stdlib/", "/swift/include/swift/", "/swift-corelibs-", "/swift-foundation/",
+                       "/swift-foundation-icu/", "/llvm-project/", "/usr/include/", "/glibc-", "/glibc/"] where path.contains(marker) {
+            return .system
+        }
+        if path.hasPrefix("Swift/") { return .system }   // the runtime's own spelling in fatal messages
+        if !path.hasPrefix("/"), let first = path.split(separator: "/").first, glibcFolders.contains(String(first)) { return .system }
+        return .app
+    }
+
+    /// The origin a function name tells, or nil for a name that says nothing (a C function).
+    public static func origin(ofFunction function: String) -> Origin? {
+        let name = function.trimmingCharacters(in: .whitespaces)
+        if name.hasPrefix("ccr_") || reporterSymbols.contains(name) || name.hasPrefix("$s14CrashReporting") { return .reporter }
+        if systemSymbols.contains(name) || systemSymbolPrefixes.contains(where: { name.hasPrefix($0) }) { return .system }
+        guard let module = swiftModule(of: name) else { return nil }
+        if reporterSwiftModules.contains(module) { return .reporter }
+        if systemSwiftModules.contains(module) { return .system }
+        return .app
+    }
+
+    /// The module that owns a demangled Swift function: the outermost context's first name
+    /// ("closure #1 in Swift.Array.forEach" → Swift; "(extension in App):Swift.Array.f" → App).
+    public static func swiftModule(of demangled: String) -> String? {
+        var text = SwiftNames.removingDiscriminators(demangled)
+        if text.hasPrefix("("),
+           let range = text.range(of: #"^\([0-9]+\) (suspend|await) resume partial function for "#, options: .regularExpression) {
+            text.removeSubrange(range)
+        }
+        var stripping = true
+        while stripping {
+            stripping = false
+            for word in ["merged ", "partial apply forwarder for ", "partial apply for ", "@objc ", "specialized ", "dispatch thunk of "]
+            where text.hasPrefix(word) {
+                text.removeFirst(word.count)
+                stripping = true
+            }
+            for word in ["function signature specialization ", "generic specialization ", "generic partial specialization "]
+            where text.hasPrefix(word) {
+                var rest = Substring(text.dropFirst(word.count))
+                if rest.hasPrefix("<") { rest = rest.dropFirst(SwiftNames.balancedLength(String(rest))) }
+                if rest.hasPrefix(" of ") { text = String(rest.dropFirst(4)); stripping = true }
+            }
+        }
+        guard !text.hasPrefix("thunk for ") && !text.hasPrefix("reabstraction thunk") else { return nil }
+        var outer = SwiftNames.topLevelSplit(text, " in ").last ?? text
+        for word in ["static ", "class "] where outer.hasPrefix(word) { outer.removeFirst(word.count) }
+        if outer.hasPrefix("(extension in "), let close = outer.range(of: "):") {
+            return String(outer[outer.index(outer.startIndex, offsetBy: 14)..<close.lowerBound])
+        }
+        let module = outer.prefix(while: { $0.isLetter || $0.isNumber || $0 == "_" })
+        guard !module.isEmpty else { return nil }
+        let after = outer.dropFirst(module.count)
+        // "Module.name…", or a bare module as a top-level closure's context.
+        return after.hasPrefix(".") || after.isEmpty && text != outer ? String(module) : nil
+    }
+
+    /// In-app: the app's own code (not the system's, the runtime's or the reporter's), wherever linked.
+    public static func isInApp(_ frame: DiagnosticsPayload.Frame, images: [DiagnosticsPayload.Image]) -> Bool {
+        origin(of: frame, images: images) == .app
     }
 
     public static func isReporterFunction(_ function: String) -> Bool {
-        function.hasPrefix("ccr_") || function.contains("CrashReporting.") || function.hasPrefix("$s14CrashReporting")
+        origin(ofFunction: function) == .reporter
     }
 
-    // MARK: Normalising function names
+    // MARK: Names
 
-    /// The function name without what changes between builds and runs; nil when nothing is left
-    /// (an address is no name).
-    public static func normalisedFunction(_ name: String) -> String? {
+    /// The name a person reads: `swift-demangle --simplified`'s form of a Swift name
+    /// ("Pagination.pageItems(_:)"), other names as they are.
+    public static func displayName(_ function: String) -> String {
+        let simplified = SwiftNames.simplified(function)
+        // swift-demangle prints a top-level closure's context as nothing ("closure #5 in "): name the module.
+        guard simplified.hasSuffix(" in "), let module = swiftModule(of: function) else { return simplified }
+        return simplified + module
+    }
+
+    /// The name that goes into a signature: the display name of the function a wrapper wraps
+    /// (specialisations, partial applies, merged and outlined functions, async resume points),
+    /// without what varies between builds (closure ordinals, generic parameters, offsets, "at
+    /// file:line"); nil for glue that wraps no function of its own (thunks, witnesses, value
+    /// operations) and for an address.
+    public static func groupingName(_ name: String) -> String? {
         var text = name.trimmingCharacters(in: .whitespaces)
-        for prefix in ["generic specialization ", "specialized ", "partial apply for ", "merged ", "reabstraction thunk helper ",
-                       "thunk for ", "outlined copy of ", "@objc "] {
-            while text.hasPrefix(prefix) {
-                text.removeFirst(prefix.count)
-                if prefix == "generic specialization ", text.hasPrefix("<") {
-                    text = String(text.dropFirst(balancedLength(text)))
-                    if text.hasPrefix(" of ") { text.removeFirst(4) }
-                }
+        if let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
+        text = replacing(text, Patterns.location, with: "")   // "at file:line"
+        text = displayName(text)
+        var stripping = true
+        while stripping {
+            stripping = false
+            for word in ["specialized ", "partial apply for ", "@objc ", "merged "] where text.hasPrefix(word) {
+                text.removeFirst(word.count)
+                stripping = true
             }
         }
-        if let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
+        for glue in ["thunk for ", "dispatch thunk of ", "protocol witness for ", "outlined ", "type metadata", "lazy protocol witness",
+                     "base witness table", "associated type witness", "key path ", "default argument "] where text.hasPrefix(glue) {
+            if glue == "outlined ", let of = text.range(of: #"^outlined variable #[0-9]+ of "#, options: .regularExpression) {
+                text = String(text[of.upperBound...])
+                break
+            }
+            return nil
+        }
+        if text.contains(" for "), text.range(of: #"^[A-Za-z]+ for "#, options: .regularExpression) != nil { return nil }   // value witnesses
         text = removingGenericArguments(text)
-        text = replacing(text, Patterns.location, with: "")   // "at file:line"
+        text = text.replacingOccurrences(of: "implicit closure", with: "closure")
         text = replacing(text, Patterns.ordinal, with: "")    // closure #2 in → closure in
         text = replacing(text, Patterns.address, with: "")
         text = text.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        text = text.replacingOccurrences(of: " (", with: "(")   // "groups #1 (_:)" → "groups(_:)"
         return text.isEmpty ? nil : text
-    }
-
-    private static func balancedLength(_ text: String) -> Int {
-        var depth = 0
-        for (offset, character) in text.enumerated() {
-            if character == "<" { depth += 1 }
-            if character == ">" { depth -= 1; if depth == 0 { return offset + 1 } }
-        }
-        return text.count
     }
 
     /// Array<Int>.subscript and Array<String>.subscript are one place in the code. Keeps "->" and
@@ -194,5 +386,27 @@ public enum CrashGrouping {
 
     private static func clipped(_ text: String, to length: Int = 200) -> String {
         text.count <= length ? text : String(text.prefix(length - 1)) + "…"
+    }
+}
+
+extension CrashReport {
+    /// The report as the grouping rule reads it: its kind, exception, the crashed thread's frames
+    /// and the images, spelled as in an uploaded payload (what crashtool signs with the collector's rule).
+    public var groupingEntry: DiagnosticsPayload.CrashReportEntry {
+        let kind = nonFatalError != nil ? "non_fatal" : termination != nil ? "abnormal_termination" : "crash"
+        let type = nonFatalError.map { "\($0.domain) \($0.code)" } ?? (termination != nil ? "abnormal_termination" : signal?.name ?? "unknown")
+        let message = nonFatalError?.message ?? (reason.hasPrefix(type + ": ") ? String(reason.dropFirst(type.count + 2)) : reason)
+        let frames = crashedThread.frames.map { frame in
+            DiagnosticsPayload.Frame(index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
+                                     module_offset: frame.moduleOffset?.description, build_id: nil, function: frame.function,
+                                     file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+        }
+        return .init(timestamp: "", exception_type: type, exception_message: message, stack_trace: [],
+                     thread_info: [.init(id: Int(crashedThread.id), name: crashedThread.name, crashed: true, is_main: crashedThread.isMain,
+                                         frames: frames)],
+                     report_id: recordID, kind: kind, symbolicated: true, is_partial: isPartial,
+                     images: images.map { .init(path: $0.path, build_id: $0.buildID.hex, start: $0.start.description,
+                                                end: $0.end.description, bias: $0.bias.description) },
+                     termination: termination.map { .init(kind: $0.kind) })
     }
 }

@@ -51,7 +51,11 @@ public struct BuildID: Hashable, Sendable, Codable, CustomStringConvertible {
 
 public struct CrashRecord: Sendable, Equatable, Codable {
     public static let format = "swift-crash-reporting.crash-record"
-    public static let supportedVersion = 1
+    /// The version this reader writes and understands best. Version 2 added the other threads'
+    /// sections (a `thread` line after the crashing thread's opens another thread's section).
+    public static let supportedVersion = 2
+    /// Every version this reader accepts.
+    public static let readableVersions = 1...2
 
     public struct Signal: Sendable, Equatable, Codable {
         public var number: Int32
@@ -67,6 +71,55 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var id: Int32
         public var name: String
         public var isMain: Bool
+    }
+
+    /// Another thread at the moment of the crash (record version 2): listed with its id and
+    /// name, and asked to unwind itself.
+    public struct OtherThread: Sendable, Equatable, Codable {
+        public var thread: Thread
+        /// "answered" (frames follow), "no_answer" (it did not unwind itself in time),
+        /// "blocked_signal" (it blocks the signal that asks), "exited", "crash_reporter" (the
+        /// watchdog, never asked), "not_asked" (another handler had taken the signal); other words
+        /// from newer writers are kept as they are.
+        public var state: String
+        public var frames: [Frame]
+        public var stack: Stack?
+
+        public init(thread: Thread, state: String, frames: [Frame] = [], stack: Stack? = nil) {
+            self.thread = thread
+            self.state = state
+            self.frames = frames
+            self.stack = stack
+        }
+    }
+
+    /// The `threads` line: how the other threads were collected.
+    public struct ThreadsSummary: Sendable, Equatable, Codable {
+        /// Threads in the process, the crashing one included.
+        public var total: Int
+        /// Threads with a section in the record, the crashing one included.
+        public var listed: Int
+        public var asked: Int
+        public var answered: Int
+        /// The real-time signal that asked.
+        public var signal: Int32
+        /// Its action was no longer ours at the crash (something installed another since start):
+        /// no thread was asked.
+        public var signalTaken: Bool
+        /// Time spent waiting for answers, and in the whole collection.
+        public var waitNanoseconds: UInt64
+        public var elapsedNanoseconds: UInt64
+    }
+
+    /// The `modules` line: where the module lines came from.
+    public struct ModuleTable: Sendable, Equatable, Codable {
+        /// "link_map": the loader's list read at the crash; "install": the table made at start
+        /// (the walk failed), so libraries loaded or unloaded since start are missing or stale.
+        public var source: String
+        public var count: Int
+        /// "consistent", or "adding" / "deleting" when a dlopen or dlclose was under way.
+        public var loaderState: String
+        public var elapsedNanoseconds: UInt64?
     }
 
     public struct Frame: Sendable, Equatable, Codable {
@@ -165,6 +218,57 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var detected: Date
     }
 
+    /// A request a server was serving when it crashed (written by a framework middleware through
+    /// `CrashReporter.beginRequest`).
+    public struct Request: Sendable, Equatable, Codable {
+        public var method: String
+        /// The route pattern (`/users/{id}`).
+        public var route: String
+        public var requestID: String?
+        public var traceID: String?
+        /// The thread it started on (an async handler may have moved since).
+        public var threadID: Int32
+        /// Milliseconds from its start to the crash.
+        public var ageMilliseconds: UInt64
+        /// It started on the thread that crashed.
+        public var startedOnCrashedThread: Bool
+
+        public init(method: String, route: String, requestID: String?, traceID: String?, threadID: Int32,
+                    ageMilliseconds: UInt64, startedOnCrashedThread: Bool) {
+            self.method = method
+            self.route = route
+            self.requestID = requestID
+            self.traceID = traceID
+            self.threadID = threadID
+            self.ageMilliseconds = ageMilliseconds
+            self.startedOnCrashedThread = startedOnCrashedThread
+        }
+    }
+
+    /// Memory before the end (the sampler's sidecar, attached to an abnormal termination).
+    public struct Memory: Sendable, Equatable, Codable {
+        public struct Sample: Sendable, Equatable, Codable {
+            public var timestamp: Date
+            public var residentBytes: Int?
+            public var cgroupBytes: Int?
+            public init(timestamp: Date, residentBytes: Int?, cgroupBytes: Int?) {
+                self.timestamp = timestamp
+                self.residentBytes = residentBytes
+                self.cgroupBytes = cgroupBytes
+            }
+        }
+        /// The memory cgroup's folder, when the process was in one with the files readable.
+        public var cgroup: String?
+        public var limitBytes: Int?
+        /// Oldest first, at most 60.
+        public var samples: [Sample] = []
+        public init(cgroup: String?, limitBytes: Int?, samples: [Sample]) {
+            self.cgroup = cgroup
+            self.limitBytes = limitBytes
+            self.samples = samples
+        }
+    }
+
     public var version: Int
     public var id: String
     public var appID: String
@@ -173,12 +277,19 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var timestamp: Date
     public var architecture: String
     public var signal: Signal?
+    /// The crashing thread (or, in a non-fatal report, the reporting one): the first thread line.
     public var thread: Thread?
     public var registers: [String: Address]
     public var fatalMessage: String?
+    /// The crashing thread's frames and stack.
     public var frames: [Frame]
     public var stack: Stack?
+    /// Every other thread, in the order the record lists them (version 2).
+    public var otherThreads: [OtherThread] = []
+    public var threadsSummary: ThreadsSummary?
     public var modules: [Module]
+    /// Absent in records written before the crash-time walk (and in non-fatal reports).
+    public var moduleTable: ModuleTable?
     public var nestedCrash: NestedCrash?
     public var watchdog: Watchdog?
     /// Time from the handler's first instruction to the record being durable (fsync + rename).
@@ -201,6 +312,10 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     /// Set on a diagnostics snapshot (no crash, no error): what asked for it ("manual",
     /// "session_end", "periodic").
     public var diagnosticsTrigger: String?
+    /// Requests in flight at the crash, and how many began while every slot was taken.
+    public var requests: [Request] = []
+    public var requestsDropped: UInt64 = 0
+    public var memory: Memory?
 
     /// A record cut short (second fault, power loss, watchdog) or with unreadable lines. An
     /// abnormal-termination record has no end line by nature and is not partial.
@@ -253,7 +368,7 @@ extension CrashRecord {
         guard firstNumber == 1, let header = Self.object(first), header["format"] as? String == Self.format else {
             throw CrashRecordError(source: source, line: firstNumber, reason: "not a crash record (missing \"format\":\"\(Self.format)\" header)")
         }
-        guard let version = header["version"] as? Int, version == Self.supportedVersion else {
+        guard let version = header["version"] as? Int, Self.readableVersions.contains(version) else {
             throw CrashRecordError(source: source, line: 1, reason: "unsupported record version \(header["version"] ?? "none")")
         }
         self.version = version
@@ -379,10 +494,17 @@ extension CrashRecord {
                 faultAddress: try Self.address(line, "fault_address"),
                 senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) })
         case "thread":
-            thread = Thread(
+            // The first thread line is the crashing thread; each later one opens another
+            // thread's section, to which the frame and stack lines after it belong.
+            let parsed = Thread(
                 id: try Self.int32(line, "tid"),
                 name: line["name"] as? String ?? "",
                 isMain: line["main"] as? Bool ?? false)
+            if thread == nil {
+                thread = parsed
+            } else {
+                otherThreads.append(OtherThread(thread: parsed, state: line["state"] as? String ?? ""))
+            }
         case "registers":
             let values: [String: String] = try Self.field(line, "values")
             for (name, text) in values {
@@ -394,13 +516,22 @@ extension CrashRecord {
         case "frame":
             let kind = Frame.Kind(rawValue: try Self.field(line, "kind"))
             guard let kind else { throw FieldError(description: "unknown frame kind") }
-            frames.append(Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: kind))
+            let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: kind)
+            if otherThreads.isEmpty { frames.append(frame) } else { otherThreads[otherThreads.count - 1].frames.append(frame) }
         case "stack":
-            stack = Stack(
+            let parsed = Stack(
                 unwinder: try Self.field(line, "unwinder"),
                 depth: try Self.field(line, "depth"),
                 isTruncated: try Self.field(line, "truncated"),
                 depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false)
+            if otherThreads.isEmpty { stack = parsed } else { otherThreads[otherThreads.count - 1].stack = parsed }
+        case "threads":
+            threadsSummary = ThreadsSummary(
+                total: try Self.field(line, "total"), listed: try Self.field(line, "listed"),
+                asked: try Self.field(line, "asked"), answered: try Self.field(line, "answered"),
+                signal: try Self.int32(line, "signo"), signalTaken: line["signal_taken"] as? Bool ?? false,
+                waitNanoseconds: try Self.unsignedField(line, "wait_ns"),
+                elapsedNanoseconds: try Self.unsignedField(line, "elapsed_ns"))
         case "module":
             modules.append(Module(
                 path: try Self.field(line, "path"),
@@ -408,6 +539,10 @@ extension CrashRecord {
                 end: try Self.address(line, "end"),
                 bias: try Self.address(line, "bias"),
                 buildID: BuildID(hex: try Self.field(line, "build_id"))))
+        case "modules":
+            moduleTable = ModuleTable(
+                source: try Self.field(line, "source"), count: try Self.field(line, "count"),
+                loaderState: line["loader_state"] as? String ?? "", elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
         case "nested_crash":
             nestedCrash = NestedCrash(
                 signal: try Self.int32(line, "signo"),
@@ -417,6 +552,25 @@ extension CrashRecord {
             watchdog = Watchdog(
                 stage: try Self.field(line, "stage"),
                 waitedMilliseconds: (try Self.unsignedField(line, "waited_ms")))
+        case "request":
+            requests.append(Request(
+                method: try Self.field(line, "method"),
+                route: try Self.field(line, "route"),
+                requestID: line["request_id"] as? String,
+                traceID: line["trace_id"] as? String,
+                threadID: try Self.int32(line, "tid"),
+                ageMilliseconds: try Self.unsignedField(line, "age_ms"),
+                startedOnCrashedThread: line["crashed_thread"] as? Bool ?? false))
+        case "requests":
+            requestsDropped = try Self.unsignedField(line, "dropped")
+        case "memory_context":
+            memory = Memory(cgroup: line["cgroup"] as? String, limitBytes: line["limit_bytes"] as? Int, samples: memory?.samples ?? [])
+        case "memory_sample":
+            let nanoseconds = try Self.unsignedField(line, "timestamp_ns")
+            var memory = self.memory ?? Memory(cgroup: nil, limitBytes: nil, samples: [])
+            memory.samples.append(.init(timestamp: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9),
+                                        residentBytes: line["rss_bytes"] as? Int, cgroupBytes: line["cgroup_bytes"] as? Int))
+            self.memory = memory
         case "session":
             sessionID = try Self.field(line, "id")
         case "user":

@@ -1,5 +1,7 @@
 // The text form of a report: what `crashtool symbolicate` prints, read like a good crash log —
-// what crashed and why first, then the crashed thread's frames, then the images.
+// what crashed and why first (with the issue it groups into), then the crashed thread's frames —
+// short Swift names, system and reporter frames tagged as Swift's backtracer tags them — the other
+// threads, then the images.
 import Foundation
 
 extension CrashReport {
@@ -23,10 +25,17 @@ extension CrashReport {
             out.append(line)
         }
         out.append("Reason:    \(reason)")
+        if let issue = CrashGrouping.issueKey(for: groupingEntry) {
+            out.append("Issue:     \(issue.title)")
+            out.append("Signature: \(issue.signature)  (grouping rule \(issue.ruleVersion))")
+        }
         if let fatalMessage, !reason.contains(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines)) {
             out.append("Message:   \(fatalMessage.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         if let nestedCrash { out.append("Note:      the handler itself faulted (signal \(nestedCrash.signal)) at stage \(nestedCrash.stage); the record stops there") }
+        if moduleTableSource == "install" {
+            out.append("Note:      the module table is the one made at start (reading it at the crash failed): libraries opened or closed since are missing or stale")
+        }
         if let watchdog { out.append("Note:      the handler stalled; the watchdog finished the record after \(watchdog.waitedMilliseconds) ms") }
         for problem in problems { out.append("Problem:   \(problem)") }
         out.append("")
@@ -39,24 +48,30 @@ extension CrashReport {
             header += ": \(stack.isTruncated ? "innermost \(thread.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
         }
         out.append(header)
-        let moduleWidth = min(28, thread.frames.map { fileName(of: $0.module ?? "?").count }.max() ?? 0)
-        for frame in thread.frames {
-            let module = fileName(of: frame.module ?? "?")
-            var line = padded("#\(frame.index)", 4) + " "
-            line += padded(module, moduleWidth) + "  "
-            if let function = frame.function {
-                line += (frame.isInlined ? "[inlined] " : "") + function
+        let allFrames = thread.frames + otherThreads.flatMap(\.frames)
+        let moduleWidth = min(28, allFrames.map { fileName(of: $0.module ?? "?").count }.max() ?? 0)
+        out += thread.frames.map { frameLine($0, moduleWidth: moduleWidth) }
+        // The other threads, in the record's order, after the one that crashed.
+        for other in otherThreads {
+            out.append("")
+            var header = "Thread \(other.id)"
+            if !other.name.isEmpty { header += " \"\(other.name)\"" }
+            if other.isMain { header += " (main)" }
+            let state = other.state ?? ""
+            if let stack = other.stack {
+                header += ": \(stack.isTruncated ? "innermost \(other.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
             } else {
-                line += "\(frame.address)" + (frame.moduleOffset.map { " (\(module) + \($0))" } ?? "")
+                switch state {
+                case "no_answer": header += ": did not unwind itself in time"
+                case "blocked_signal": header += ": blocks the signal that asks threads to unwind"
+                case "exited": header += ": exited during the crash"
+                case "crash_reporter": header += ": the crash reporter's watchdog"
+                case "not_asked": header += ": not asked (another handler had taken the signal that asks)"
+                default: header += state.isEmpty ? "" : ": \(state)"
+                }
             }
-            if let file = frame.file {
-                var location = file
-                if let number = frame.line { location += ":\(number)" }
-                if let column = frame.column { location += ":\(column)" }
-                line += "  (\(location))"
-            }
-            if let note = frame.note { line += "  ! \(note)" }
-            out.append(line)
+            out.append(header)
+            out += other.frames.map { frameLine($0, moduleWidth: moduleWidth) }
         }
         out.append("")
 
@@ -102,6 +117,29 @@ extension CrashReport {
         }
         return out.joined(separator: "\n") + "\n"
     }
+}
+
+/// One frame as a person reads it: index, module, function (or address), source location.
+func frameLine(_ frame: CrashReport.Frame, moduleWidth: Int) -> String {
+    let module = fileName(of: frame.module ?? "?")
+    var line = padded("#\(frame.index)", 4) + " "
+    line += padded(module, moduleWidth) + "  "
+    if let function = frame.function {
+        // Swift's backtracer's tags; the full name is in --format json.
+        let origin = frame.origin ?? CrashGrouping.origin(function: function, file: frame.file, module: module, modulePath: frame.module)
+        line += (frame.isInlined ? "[inlined] " : "") + (origin == .app ? "" : "[\(origin.rawValue)] ")
+            + (SwiftNames.isAsync(function) ? "[async] " : "") + CrashGrouping.displayName(function)
+    } else {
+        line += "\(frame.address)" + (frame.moduleOffset.map { " (\(module) + \($0))" } ?? "")
+    }
+    if let file = frame.file {
+        var location = file
+        if let number = frame.line { location += ":\(number)" }
+        if let column = frame.column { location += ":\(column)" }
+        line += "  (\(location))"
+    }
+    if let note = frame.note { line += "  ! \(note)" }
+    return line
 }
 
 /// `text` followed by spaces up to `width` characters (no Foundation bridging).

@@ -57,6 +57,9 @@ public struct CrashReport: Sendable, Codable, Equatable {
         public var isInlined: Bool
         /// A caveat, such as "binary changed since the crash".
         public var note: String?
+        /// Whose code this is (CrashGrouping): the app's, the system's or the reporter's; nil when
+        /// not worked out. Views dim what is not the app's.
+        public var origin: CrashGrouping.Origin?
 
         public init(index: Int, address: Address, module: String?, moduleOffset: Address?, function: String?,
                     symbol: String?, file: String?, line: Int?, column: Int?, isInlined: Bool, note: String?) {
@@ -79,12 +82,19 @@ public struct CrashReport: Sendable, Codable, Equatable {
         public var name: String
         public var isMain: Bool
         public var frames: [Frame]
+        /// Another thread's answer ("answered", "no_answer", "blocked_signal"…; see
+        /// CrashRecord.OtherThread); nil for the crashed thread.
+        public var state: String?
+        /// Another thread's stack line; the crashed thread's is the report's `stack`.
+        public var stack: CrashRecord.Stack?
 
-        public init(id: Int32, name: String, isMain: Bool, frames: [Frame]) {
+        public init(id: Int32, name: String, isMain: Bool, frames: [Frame], state: String? = nil, stack: CrashRecord.Stack? = nil) {
             self.id = id
             self.name = name
             self.isMain = isMain
             self.frames = frames
+            self.state = state
+            self.stack = stack
         }
     }
 
@@ -100,8 +110,13 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var reason: String
     public var fatalMessage: String?
     public var crashedThread: Thread
+    /// Every other thread at the crash, in the record's order (empty in records before version 2).
+    public var otherThreads: [Thread] = []
     public var stack: CrashRecord.Stack?
     public var images: [Image]
+    /// Where the record's module table came from ("link_map": read at the crash; "install": the
+    /// table made at start, because the walk failed); nil in records without a modules line.
+    public var moduleTableSource: String?
     public var nestedCrash: CrashRecord.NestedCrash?
     public var watchdog: CrashRecord.Watchdog?
     public var isPartial: Bool

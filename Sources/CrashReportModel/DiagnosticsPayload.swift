@@ -259,13 +259,17 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public var crashed: Bool
         public var is_main: Bool
         public var frames: [Frame]
+        /// Extension: another thread's answer at the crash ("answered", "no_answer",
+        /// "blocked_signal", "exited", "crash_reporter", "not_asked"); absent for the crashed thread.
+        public var state: String?
 
-        public init(id: Int, name: String, crashed: Bool, is_main: Bool, frames: [Frame]) {
+        public init(id: Int, name: String, crashed: Bool, is_main: Bool, frames: [Frame], state: String? = nil) {
             self.id = id
             self.name = name
             self.crashed = crashed
             self.is_main = is_main
             self.frames = frames
+            self.state = state
         }
     }
 
@@ -328,8 +332,58 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
     }
 
     public struct TerminationInfo: Codable, Sendable, Equatable {
+        /// abnormal, oom_kill or crash_without_record.
         public var kind: String
-        public init(kind: String) { self.kind = kind }
+        /// Memory before the end, when the process sampled it.
+        public var memory: MemoryInfo?
+        public init(kind: String, memory: MemoryInfo? = nil) {
+            self.kind = kind
+            self.memory = memory
+        }
+    }
+
+    /// Extension: the process's memory before it ended (RSS, its memory cgroup's usage and limit).
+    public struct MemoryInfo: Codable, Sendable, Equatable {
+        public struct Sample: Codable, Sendable, Equatable {
+            public var timestamp: String
+            public var rss_bytes: Int?
+            public var cgroup_bytes: Int?
+            public init(timestamp: String, rss_bytes: Int?, cgroup_bytes: Int?) {
+                self.timestamp = timestamp
+                self.rss_bytes = rss_bytes
+                self.cgroup_bytes = cgroup_bytes
+            }
+        }
+        public var cgroup: String?
+        public var limit_bytes: Int?
+        public var samples: [Sample]
+        public init(cgroup: String?, limit_bytes: Int?, samples: [Sample]) {
+            self.cgroup = cgroup
+            self.limit_bytes = limit_bytes
+            self.samples = samples
+        }
+    }
+
+    /// Extension: a request a server was serving at the crash (`CrashReporter.beginRequest`).
+    public struct InFlightRequest: Codable, Sendable, Equatable {
+        public var method: String
+        public var route: String
+        public var request_id: String?
+        public var trace_id: String?
+        public var thread_id: Int
+        public var age_ms: Int
+        /// It started on the thread that crashed.
+        public var crashed_thread: Bool
+
+        public init(method: String, route: String, request_id: String?, trace_id: String?, thread_id: Int, age_ms: Int, crashed_thread: Bool) {
+            self.method = method
+            self.route = route
+            self.request_id = request_id
+            self.trace_id = trace_id
+            self.thread_id = thread_id
+            self.age_ms = age_ms
+            self.crashed_thread = crashed_thread
+        }
     }
 
     /// Seed 000's CrashReport, for crashes and (extension `kind`) non-fatal errors, abnormal
@@ -350,10 +404,14 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public var signal: SignalInfo?
         public var error: ErrorInfo?
         public var termination: TerminationInfo?
+        /// Requests in flight at the crash (servers); absent when none were recorded.
+        public var requests_in_flight: [InFlightRequest]?
 
         public init(timestamp: String, exception_type: String, exception_message: String, stack_trace: [String],
                     thread_info: [ThreadInfo], report_id: String, kind: String, symbolicated: Bool, is_partial: Bool,
-                    images: [Image], signal: SignalInfo? = nil, error: ErrorInfo? = nil, termination: TerminationInfo? = nil) {
+                    images: [Image], signal: SignalInfo? = nil, error: ErrorInfo? = nil, termination: TerminationInfo? = nil,
+                    requests_in_flight: [InFlightRequest]? = nil) {
+            self.requests_in_flight = requests_in_flight
             self.timestamp = timestamp
             self.exception_type = exception_type
             self.exception_message = exception_message
@@ -385,6 +443,7 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             signal = try c.decodeIfPresent(SignalInfo.self, forKey: .signal)
             error = try c.decodeIfPresent(ErrorInfo.self, forKey: .error)
             termination = try c.decodeIfPresent(TerminationInfo.self, forKey: .termination)
+            requests_in_flight = try c.decodeIfPresent([InFlightRequest].self, forKey: .requests_in_flight)
         }
     }
 

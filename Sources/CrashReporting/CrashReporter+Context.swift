@@ -114,7 +114,7 @@ extension CrashReporter {
 
     private static func writeAtomically(_ text: String, to path: String) throws {
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
         let written = writeAll(fd, text)
         close(fd)
@@ -188,33 +188,47 @@ extension CrashReporter {
         return String(decoding: evicted.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// A JSON object of strings, keys sorted, without Foundation's encoder on the hot path.
+    /// A JSON object of strings, keys sorted, without Foundation's encoder on the hot path: built
+    /// as UTF-8 bytes (a breadcrumb with metadata from the swift-log handler goes through here).
     static func compactJSON(_ object: [String: String]) -> String {
-        var out = "{"
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        out.append(UInt8(ascii: "{"))
         for (index, key) in object.keys.sorted().enumerated() {
-            if index > 0 { out += "," }
-            out += quoted(key) + ":" + quoted(object[key]!)
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            appendQuoted(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            appendQuoted(object[key]!, to: &out)
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// A JSON string literal: quotes, backslashes and control characters escaped (no
     /// String(format:), which a quiet launch's beacon would otherwise be the first to use).
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + 2)
+        appendQuoted(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func appendQuoted(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+            case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case UInt8(ascii: "\t"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 48 + value : 87 + value }
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        hexDigit(byte >> 4), hexDigit(byte & 15)])
+            default: out.append(byte)   // UTF-8 passes through: JSON text may hold it as it is
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -13,8 +13,21 @@ extension CrashReporter {
         public var isEnabled = true
         /// The collector, e.g. `https://crashes.example.com`. Resolution order: this, then
         /// `CRASH_REPORTING_ENDPOINT`, then a connect URL given to `handleURL(_:)`, then
-        /// `http://localhost:9090` with a warning.
+        /// `http://localhost:9090` with a warning. https, or http to a loopback host (or to any
+        /// host with `allowsInsecureHTTP`); `start` throws otherwise.
         public var endpoint: URL?
+        /// Plain http to a host that is not loopback (the token and reports then cross the network
+        /// in clear). Off: such an endpoint makes `start` throw, and such a
+        /// `CRASH_REPORTING_ENDPOINT` is ignored with a warning.
+        public var allowsInsecureHTTP = false
+        /// The hosts a connect URL (`handleURL(_:)`) may point uploads at, exactly (host names
+        /// compared case-insensitively). nil: loopback and private-range IPv4 addresses
+        /// (127/8, 10/8, 172.16/12, 192.168/16, 169.254/16) and `localhost`, as on a QA LAN.
+        /// Empty: connect URLs are refused.
+        public var connectURLHosts: [String]?
+        /// Remember the endpoint of a connect URL for later launches (in the reports directory).
+        /// Off: it holds for this process only, as seed 002 leaves persistence to the app.
+        public var persistsConnectURL = false
         /// Bearer token (seed 000); else `CRASH_REPORTING_TOKEN`.
         public var token: String?
         /// Replaces the HTTP collector by these destinations (a record is done when all have it).
@@ -103,18 +116,26 @@ extension CrashReporter {
         public var lastFailure: String?
         /// Set on 401/403: the token or endpoint needs fixing; uploads wait for it.
         public var configurationError: String?
+        /// Set when a destination could not be reached in this launch (refused, DNS, time-out):
+        /// which one, why, and how many reports wait for it. Said once on stderr too.
+        public var unreachable: String?
         /// Passes completed.
         public var passes = 0
     }
 
     /// Applies a connect URL (seed 002): `dev-see-<appID>://connect?server_ip=…&server_port=…`.
-    /// URLs of another scheme or action are ignored; a bad host or port fails with the reason.
-    /// The endpoint is kept for later launches too. An endpoint given in the configuration or
-    /// the environment still wins (seed 003 §6 order).
+    /// URLs of another scheme or action are ignored; the scheme must match exactly (a case
+    /// variant fails); a bad host or port, or a host `upload.connectURLHosts` does not allow
+    /// (default: loopback and private-range addresses), fails with the reason. The endpoint holds
+    /// for this process, and for later launches only with `upload.persistsConnectURL`. An
+    /// endpoint given in the configuration or the environment still wins (seed 003 §6 order).
+    ///
+    /// Anyone who can get a URL opened by the app can point its uploads, with their token, at
+    /// a host of their choosing: that is why the hosts are restricted.
     @discardableResult
     public static func handleURL(_ url: URL) -> ConnectionResult {
         guard let appID = reportingContext()?.appID else { return .failed(reason: "CrashReporter.start has not been called") }
-        let result = ConnectURL.parse(url, appID: appID)
+        let result = ConnectURL.parse(url, appID: appID, allowedHosts: uploader()?.settings.connectURLHosts)
         if case .connected(let endpoint) = result, let uploader = uploader() {
             uploader.setConnectedEndpoint(endpoint.url)
             if let resolved = resolvedEndpoint, resolved.source != .connectURL {
@@ -201,10 +222,30 @@ extension CrashReporter {
     }
 }
 
+extension CrashReporter.Upload {
+    /// Why `url` may not be an upload endpoint; nil when it may: https, or http to a loopback
+    /// host, or http anywhere with `allowsInsecureHTTP`.
+    static func endpointProblem(_ url: URL, allowsInsecureHTTP: Bool) -> String? {
+        guard let host = url.host, !host.isEmpty else { return "\(url.absoluteString) has no host" }
+        switch url.scheme?.lowercased() {   // an endpoint's scheme is case-insensitive (RFC 3986)
+        case "https":
+            return nil
+        case "http":
+            if allowsInsecureHTTP || ConnectURL.isLoopback(host) { return nil }
+            return "\(url.absoluteString) is plain http to a host that is not loopback: the token and reports would cross "
+                + "the network in clear; use https, or set upload.allowsInsecureHTTP = true"
+        default:
+            return "\(url.absoluteString): the scheme must be https (or http for loopback)"
+        }
+    }
+}
+
 /// Parsing of seed 002's deep link.
 enum ConnectURL {
-    static func parse(_ url: URL, appID: String) -> CrashReporter.ConnectionResult {
-        guard let scheme = url.scheme?.lowercased(), scheme == "dev-see-" + appID.lowercased() else { return .ignored }
+    static func parse(_ url: URL, appID: String, allowedHosts: [String]?) -> CrashReporter.ConnectionResult {
+        let expected = "dev-see-" + appID
+        guard let scheme = url.scheme, scheme.lowercased() == expected.lowercased() else { return .ignored }
+        guard scheme == expected else { return .failed(reason: "the scheme must be exactly \"\(expected)\", got \"\(scheme)\"") }
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return .failed(reason: "unreadable URL") }
         let action = components.host ?? components.path.split(separator: "/").first.map(String.init)
         guard action?.lowercased() == "connect" else { return .ignored }
@@ -219,7 +260,33 @@ enum ConnectURL {
             return .failed(reason: "server_port must be an integer in 1...65535, got \"\(portText)\"")
         }
         guard isIPv4(host) || isHostname(host) else { return .failed(reason: "server_ip \"\(host)\" is neither an IPv4 address nor a host name") }
+        guard isAllowed(host, allowedHosts) else {
+            return .failed(reason: "server_ip \"\(host)\" is not allowed: a connect URL may name "
+                           + (allowedHosts.map { $0.isEmpty ? "no host (upload.connectURLHosts is empty)" : "only \($0.joined(separator: ", "))" }
+                              ?? "only loopback or private-range addresses (upload.connectURLHosts)"))
+        }
         return .connected(endpoint: .init(scheme: "http", host: host, port: port))
+    }
+
+    /// Whether a connect URL may name `host`: listed in `allowedHosts`, or, when that is nil,
+    /// loopback or a private-range IPv4 address.
+    static func isAllowed(_ host: String, _ allowedHosts: [String]?) -> Bool {
+        if let allowedHosts { return allowedHosts.contains { $0.lowercased() == host.lowercased() } }
+        if isLoopback(host) { return true }
+        guard isIPv4(host) else { return false }
+        let octets = host.split(separator: ".").compactMap { Int($0) }
+        switch (octets[0], octets[1]) {
+        case (10, _), (192, 168), (169, 254): return true
+        case (172, let second): return (16...31).contains(second)
+        default: return false
+        }
+    }
+
+    /// localhost, 127/8, ::1.
+    static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        return isIPv4(host) && host.hasPrefix("127.")
     }
 
     static func isIPv4(_ text: String) -> Bool {

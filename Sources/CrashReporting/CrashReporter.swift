@@ -26,6 +26,13 @@ public enum CrashReporter {
         public var environment: String
         /// Delivery: endpoint, token, retries, store bounds, triggers, redaction.
         public var upload: Upload
+        /// How often the process's RSS and its memory cgroup's usage are sampled (last 60 kept
+        /// beside the session file), so that a process the OOM killer ends is reported as
+        /// `oom_kill` with the memory before the end; nil turns it off. Off the hot path: one
+        /// thread, two small file reads and a 3 KB file rewrite per sample.
+        public var memorySampleInterval: Duration? = .seconds(5)
+        /// Other threads' stacks at a crash.
+        public var threads: ThreadCapture = ThreadCapture()
 
         public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
                     appName: String? = nil, buildNumber: String = "", environment: String = "production",
@@ -39,6 +46,27 @@ public enum CrashReporter {
             self.environment = environment
             self.upload = upload
         }
+    }
+
+    /// At a crash, every other thread is listed (id, name) and asked, by a real-time signal, to
+    /// unwind itself; the record keeps what answered within `wait` (never more than half of the
+    /// watchdog's budget). Docs/Decisions/0010-all-threads.md.
+    public struct ThreadCapture: Sendable, Equatable {
+        /// Other threads listed at most (1…256); 0 records the crashing thread only.
+        public var maxThreads: Int
+        /// Frames kept per other thread (1…64).
+        public var framesPerThread: Int
+        /// Longest wait for all answers together.
+        public var wait: Duration
+
+        public init(maxThreads: Int = 256, framesPerThread: Int = 32, wait: Duration = .milliseconds(250)) {
+            self.maxThreads = maxThreads
+            self.framesPerThread = framesPerThread
+            self.wait = wait
+        }
+
+        /// The crashing thread only.
+        public static let disabled = ThreadCapture(maxThreads: 0)
     }
 
     /// Why `start` refused. Nothing is left installed when it throws.
@@ -99,6 +127,7 @@ public enum CrashReporter {
             guard !configuration.appID.isEmpty else {
                 throw StartError(kind: .invalidConfiguration, message: "appID must not be empty")
             }
+            try validate(configuration.upload)
             let directory = try ReportsDirectory(path: configuration.reportsDirectory)
             directory.recoverAbandonedRecords()
             var idBuffer = [CChar](repeating: 0, count: 37)
@@ -116,7 +145,12 @@ public enum CrashReporter {
             let uploader = Uploader(directory: directory, settings: configuration.upload, app: app, sessionID: recordID,
                                     priorityRecord: state.previousLaunch.didCrash ? state.previousLaunch.sessionID.map { $0 + ".crash" } : nil)
             let recovery = SessionRecovery(directory: directory, currentSessionID: recordID)
-            state.recovery = BackgroundWork { uploader.run(recovery: recovery) }
+            let memorySidecar = sessionPath.map { $0 + ".memory" }
+            let memoryInterval = configuration.memorySampleInterval
+            state.recovery = BackgroundWork {
+                if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
+                uploader.run(recovery: recovery)
+            }
             state.uploader = uploader
             state.directory = directory
             state.started = true
@@ -129,6 +163,21 @@ public enum CrashReporter {
         // background upload gets anywhere, so this launch waits for it, a bounded time.
         if let uploader = crashedOnLaunch {
             _ = uploader.waitForPass(after: 1, timeout: configuration.upload.crashOnLaunchWait)
+        }
+    }
+
+    /// Endpoints the token would be sent to: https, or http for loopback (or with
+    /// `allowsInsecureHTTP`). Checked before anything is installed.
+    private static func validate(_ upload: Upload) throws {
+        guard upload.isEnabled else { return }
+        var endpoints = upload.endpoint.map { [("upload.endpoint", $0)] } ?? []
+        for case let transport as HTTPTransport in upload.transports ?? [] {
+            endpoints.append(("HTTPTransport endpoint", transport.endpoint))
+        }
+        for (name, url) in endpoints {
+            if let problem = Upload.endpointProblem(url, allowsInsecureHTTP: upload.allowsInsecureHTTP) {
+                throw StartError(kind: .invalidConfiguration, message: "\(name): \(problem)")
+            }
         }
     }
 
@@ -164,7 +213,7 @@ public enum CrashReporter {
                 throw ReportingError.storageFailed("cannot remove \(marker): \(String(cString: strerror(errno)))")
             }
         } else {
-            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(marker): \(String(cString: strerror(errno)))") }
             fsync(fd)
             close(fd)
@@ -209,6 +258,8 @@ public enum CrashReporter {
     private static func install(_ configuration: Configuration, directory: String, recordID: String) throws {
         let components = configuration.watchdogTimeout.components
         let timeoutMilliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+        let threads = configuration.threads
+        let waitMilliseconds = threads.wait.components.seconds * 1000 + threads.wait.components.attoseconds / 1_000_000_000_000_000
         var errorBuffer = [CChar](repeating: 0, count: 512)
         let result = directory.withCString { reportsDirectory in
             recordID.withCString { recordID in
@@ -220,7 +271,10 @@ public enum CrashReporter {
                             app_id: appID,
                             app_version: appVersion,
                             watchdog_timeout_ms: Int32(clamping: max(timeoutMilliseconds, 1)),
-                            test_misbehaviour: testMisbehaviour())
+                            test_misbehaviour: testMisbehaviour(),
+                            thread_limit: threads.maxThreads <= 0 ? -1 : Int32(clamping: min(threads.maxThreads, 256)),
+                            thread_frames: Int32(clamping: min(max(threads.framesPerThread, 1), 64)),
+                            thread_wait_ms: Int32(clamping: max(waitMilliseconds, 1)))
                         return ccr_install(&options, &errorBuffer, errorBuffer.count)
                     }
                 }
@@ -237,6 +291,9 @@ public enum CrashReporter {
         switch getenv("CRASH_REPORTING_TEST_MISBEHAVIOUR").map({ String(cString: $0) }) {
         case "fault-in-handler": return 1
         case "hang-in-handler": return 2
+        case "modules-walk-fails": return 3
+        case "threads-stall-after-frame-pointers": return 4
+        case "threads-never-answer": return 5
         default: return 0
         }
     }

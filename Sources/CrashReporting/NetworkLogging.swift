@@ -181,7 +181,7 @@ extension CrashReporter {
             return true
         }
         guard accepted else { return }
-        mkdir(folder, 0o755)
+        ReportsDirectory.makeFolder(folder)
         let file = folder + "/" + fileName(of: sessionPath).replacingOccurrences(of: ".session", with: ".jsonl")
         let fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }

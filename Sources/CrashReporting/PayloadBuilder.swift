@@ -66,12 +66,15 @@ struct PayloadBuilder {
     func entry(record: CrashRecord, report: CrashReport) -> DiagnosticsPayload.CrashReportEntry {
         let kind = Self.kind(of: record)
         let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
-        let frames = report.crashedThread.frames.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
-            DiagnosticsPayload.Frame(
-                index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
-                module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
-                function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+        func payloadFrames(_ frames: [CrashReport.Frame]) -> [DiagnosticsPayload.Frame] {
+            frames.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
+                DiagnosticsPayload.Frame(
+                    index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
+                    module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
+                    function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+            }
         }
+        let frames = payloadFrames(report.crashedThread.frames)
         // Symbolicated when every module a frame points into had a matching binary or debug file
         // here, and the app's own modules had debug info (a stripped binary at its recorded path
         // matches, but names none of its frames: the server must finish that report).
@@ -96,9 +99,16 @@ struct PayloadBuilder {
             (type, message) = ("\(error.domain) \(error.code)", error.message)
         case "abnormal_termination":
             type = "abnormal_termination"
-            message = record.termination?.kind == "crash_without_record"
-                ? "The process crashed but its crash record could not be read"
-                : "The process ended without a clean exit or a crash record (SIGKILL, the OOM killer, power loss)"
+            switch record.termination?.kind {
+            case "crash_without_record":
+                message = "The process crashed but its crash record could not be read"
+            case "oom_kill":
+                let limit = record.memory?.limitBytes.map { " (memory limit \(Self.mebibytes($0)))" } ?? ""
+                let last = record.memory?.samples.last.flatMap { $0.residentBytes }.map { "; last RSS sampled \(Self.mebibytes($0))" } ?? ""
+                message = "The process was killed by the OOM killer\(limit)\(last)"
+            default:
+                message = "The process ended without a clean exit or a crash record (SIGKILL, the OOM killer, power loss)"
+            }
         case "diagnostics":
             (type, message) = ("diagnostics", "Diagnostics snapshot (\(record.diagnosticsTrigger ?? "manual"))")
         default:
@@ -110,9 +120,15 @@ struct PayloadBuilder {
         let thread = DiagnosticsPayload.ThreadInfo(
             id: Int(report.crashedThread.id), name: report.crashedThread.name, crashed: kind == "crash",
             is_main: report.crashedThread.isMain, frames: frames)
+        // The crashed thread first, then every other thread the record lists (seed 000's
+        // thread_info is an array; each keeps at most 50 frames).
+        let others = report.otherThreads.map {
+            DiagnosticsPayload.ThreadInfo(id: Int($0.id), name: $0.name, crashed: false, is_main: $0.isMain,
+                                          frames: payloadFrames($0.frames), state: $0.state)
+        }
         return .init(
             timestamp: Timestamp.iso8601(record.timestamp), exception_type: type, exception_message: message,
-            stack_trace: frames.map(Self.line(of:)), thread_info: frames.isEmpty && kind != "crash" ? [] : [thread],
+            stack_trace: frames.map(Self.line(of:)), thread_info: frames.isEmpty && kind != "crash" ? [] : [thread] + others,
             report_id: record.id, kind: kind, symbolicated: symbolicated, is_partial: record.isPartial,
             images: payloadImages,
             signal: record.signal.map {
@@ -128,11 +144,25 @@ struct PayloadBuilder {
                           })
                       })
             },
-            termination: record.termination.map { .init(kind: $0.kind) })
+            termination: record.termination.map { termination in
+                .init(kind: termination.kind, memory: record.memory.map { memory in
+                    .init(cgroup: memory.cgroup, limit_bytes: memory.limitBytes, samples: memory.samples.map {
+                        .init(timestamp: Timestamp.iso8601($0.timestamp), rss_bytes: $0.residentBytes, cgroup_bytes: $0.cgroupBytes)
+                    })
+                })
+            },
+            requests_in_flight: record.requests.isEmpty ? nil : record.requests.map {
+                .init(method: $0.method, route: $0.route, request_id: $0.requestID, trace_id: $0.traceID, thread_id: Int($0.threadID),
+                      age_ms: Int(clamping: $0.ageMilliseconds), crashed_thread: $0.startedOnCrashedThread)
+            })
     }
 
     /// The frame's stack_trace line (the model's spelling, shared with the collector's symbolication).
     static func line(of frame: DiagnosticsPayload.Frame) -> String {
         frame.stackTraceLine
+    }
+
+    static func mebibytes(_ bytes: Int) -> String {
+        String(format: "%.1f MiB", Double(bytes) / 1_048_576)
     }
 }

@@ -34,12 +34,25 @@ enum PayloadRedaction {
         return sensitiveKeyWords.contains { folded.contains($0) }
     }
 
+    /// Keys whose values join a report to a server's logs and traces: a request id (Hummingbird's
+    /// `hb.request.id`, 32 hex digits, reads like a token to the patterns), a trace or span id.
+    static let correlationKeys: Set<String> = ["requestid", "hbrequestid", "xrequestid", "traceid", "spanid", "correlationid"]
+
+    /// A correlation id kept as it is: under one of `correlationKeys`, and nothing but hex digits
+    /// and dashes (ids and UUIDs), so a secret put there by mistake is still redacted.
+    static func isCorrelationID(_ text: String, key: String) -> Bool {
+        let folded = String(key.lowercased().filter { $0.isLetter || $0.isNumber })
+        guard correlationKeys.contains(folded), (8...64).contains(text.utf8.count) else { return false }
+        return text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) }
+    }
+
     /// A labelled value: the patterns see "key=value", so rules that need the label fire; a
     /// sensitive key replaces what they leave; numbers under location keys go too.
     static func redact(_ value: JSONValue, key: String?, _ redact: (String) -> String) -> JSONValue {
         switch value {
         case .string(let text):
             guard let key, !text.isEmpty else { return .string(redact(text)) }
+            if isCorrelationID(text, key: key) { return value }
             let labelled = key + "=" + text
             let result = redact(labelled)
             if result != labelled {

@@ -2,6 +2,11 @@
 // new/ (a live process's record file, opened in advance) → pending/ (complete, waiting).
 // Plain system calls rather than FileManager: this runs inside `start`, which has a 1 ms budget,
 // and Foundation's first use costs more than that budget's remainder.
+//
+// Trust: the directory holds reports (personal data until redacted), the upload endpoint and
+// records that will be sent under the app's token. So it is created 0700 (files 0600), `start`
+// refuses one owned by another user or writable by group or others, state files are opened with
+// O_NOFOLLOW and must be ours, and records owned by another user are never sent.
 import Glibc
 
 struct ReportsDirectory {
@@ -12,7 +17,7 @@ struct ReportsDirectory {
     var uploadingFolder: String { path + "/uploading" }
     var quarantineFolder: String { path + "/quarantine" }
 
-    /// Creates the folders and proves they are writable, or throws a `StartError`.
+    /// Creates the folders (0700) and proves they are ours and writable, or throws a `StartError`.
     init(path: String) throws {
         guard !path.isEmpty else {
             throw CrashReporter.StartError(kind: .invalidConfiguration, message: "reportsDirectory must not be empty")
@@ -31,6 +36,13 @@ struct ReportsDirectory {
             if let failure = Self.makeDirectories(folder) {
                 throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: failure)
             }
+        }
+        // The top folder may be a link the administrator chose (followed); the state folders
+        // inside it are never links.
+        for (folder, follow) in [(absolute, true), (newFolder, false), (pendingFolder, false), (sessionsFolder, false)] {
+            if let failure = Self.checkOwnership(folder, followLink: follow) {
+                throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: failure)
+            }
             guard access(folder, W_OK | X_OK) == 0 else {
                 throw CrashReporter.StartError(kind: .reportsDirectoryUnusable, message: "\(folder) is not writable: \(Self.errorText())")
             }
@@ -40,7 +52,7 @@ struct ReportsDirectory {
     /// mkdir -p with the failing component and errno in the message; nil on success. The usual
     /// case (the folder exists, or only its last component is missing) is one system call.
     private static func makeDirectories(_ path: String) -> String? {
-        if mkdir(path, 0o755) == 0 { return nil }
+        if mkdir(path, 0o700) == 0 { return nil }
         if errno == EEXIST {
             var status = stat()
             return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR ? nil : "\(path) is not a directory"
@@ -48,7 +60,7 @@ struct ReportsDirectory {
         var prefix = ""
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
                 return "cannot create \(prefix): \(errorText())"
             }
         }
@@ -60,6 +72,75 @@ struct ReportsDirectory {
     }
 
     private static func errorText() -> String { String(cString: strerror(errno)) }
+
+    /// nil when `folder` is a directory owned by this process's user and writable by nobody
+    /// else; one that others may read (0755, made by an older version) is narrowed to 0700.
+    static func checkOwnership(_ folder: String, followLink: Bool) -> String? {
+        var info = stat()
+        guard (followLink ? stat(folder, &info) : lstat(folder, &info)) == 0 else { return "cannot inspect \(folder): \(errorText())" }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            return (info.st_mode & S_IFMT) == S_IFLNK ? "\(folder) is a symbolic link; refused" : "\(folder) is not a directory"
+        }
+        guard info.st_uid == geteuid() else {
+            return "\(folder) is owned by uid \(info.st_uid), not by this process's user (uid \(geteuid())): refused, its records "
+                + "and settings could have been planted; use a directory of your own (created 0700)"
+        }
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            return "\(folder) is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))): refused, anyone "
+                + "could plant records or settings in it; chmod 700 it"
+        }
+        if info.st_mode & 0o077 != 0 { chmod(folder, 0o700) }
+        return nil
+    }
+
+    /// Creates a state folder made after `start` (uploading/, quarantine/, beacons/…), 0700.
+    static func makeFolder(_ folder: String) {
+        mkdir(folder, 0o700)
+    }
+
+    /// Reads a small state file (at most 64 KiB) that is a regular file owned by this process's
+    /// user, never through a symbolic link; nil otherwise. A link or a stranger's file is
+    /// refused and reported on stderr.
+    static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
+            return nil
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard info.st_uid == geteuid() else {
+            CrashReporter.warn("refusing \(path): owned by uid \(info.st_uid), not by this process's user")
+            return nil
+        }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var count = 0
+        while count < buffer.count {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n > 0 { count += n } else if n < 0 && errno == EINTR { continue } else { break }
+        }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// Replaces a small state file (0600), never through a symbolic link. False on failure.
+    @discardableResult
+    static func writeSmallFile(_ path: String, _ text: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
+            return false
+        }
+        defer { close(fd) }
+        fchmod(fd, 0o600)   // one made by an older version may be 0644
+        return CrashReporter.writeAll(fd, text)
+    }
+
+    /// True when the record file at `fd` may be sent: a regular file owned by this process's user.
+    static func isOurs(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_uid == geteuid()
+    }
 
     /// Files left in new/ by processes that are gone: one that is empty or still starts with the
     /// install-time prefill ('\n') is the unused record file of a run that ended without crashing
@@ -75,9 +156,10 @@ struct ReportsDirectory {
             }
             guard name.hasSuffix(".crash") else { continue }
             let file = newFolder + "/" + name
-            let fd = open(file, O_RDONLY | O_CLOEXEC)
+            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
             guard fd >= 0 else { continue }
             defer { close(fd) }
+            guard Self.isOurs(fd) else { continue }   // never moved towards an upload: not our record
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
             var first: UInt8 = 0
             let count = read(fd, &first, 1)
@@ -128,7 +210,7 @@ struct ReportsDirectory {
 
     private static func entry(_ path: String, name: String) -> RecordEntry {
         var entry = RecordEntry(name: name, time: 0, size: 0, isSnapshot: false)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return entry }
         defer { close(fd) }
         var info = stat()
@@ -191,9 +273,16 @@ enum LaunchFile {
     }
 
     private static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
+            return nil
+        }
         defer { close(fd) }
+        guard ReportsDirectory.isOurs(fd) else {
+            CrashReporter.warn("refusing \(path): not a regular file owned by this process's user")
+            return nil
+        }
         var buffer = [UInt8](repeating: 0, count: 128)
         let count = Glibc.read(fd, &buffer, buffer.count)
         return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
@@ -203,8 +292,16 @@ enum LaunchFile {
     /// (auto_da_alloc), which cost `start` ~400 µs. The lines written here have a fixed length
     /// or only grow, so nothing of an older content can remain past the new one's end.
     private static func write(_ path: String, _ text: String) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
+            return
+        }
+        guard ReportsDirectory.isOurs(fd) else {
+            close(fd)
+            CrashReporter.warn("refusing \(path): not a regular file owned by this process's user")
+            return
+        }
         var text = text
         _ = text.withUTF8 { pwrite(fd, $0.baseAddress, $0.count, 0) }
         close(fd)

@@ -1,5 +1,5 @@
 // Delivery to Sentry (or a Sentry-compatible server such as Bugsink): one event per envelope,
-// `platform: native`, the crashed thread's frames with their ELF images (code_id = GNU build-id,
+// `platform: native`, the crashed thread's frames (and every other thread's, as `threads`) with their ELF images (code_id = GNU build-id,
 // debug_id = its first 16 bytes as a little-endian GUID) so the server can symbolicate what this
 // host could not, breadcrumbs, user, tags from custom keys, contexts, and the project's crash
 // signature as fingerprint. The record id is the event id, so a repeated delivery is the same event.
@@ -110,7 +110,9 @@ public struct SentryTransport: DiagnosticsTransport {
             return .delivered(receipt: eventID)   // the server has this event id already
         case 400, 422:
             return .rejected(status: status, message: text)
-        case 300..<500:
+        case 300..<400:
+            return .unauthorized(status: status, message: HTTPTransport.redirectMessage(headers))
+        case 400..<500:
             return .unauthorized(status: status, message: "not a Sentry endpoint: \(text)")
         default:
             return .retryLater(reason: "HTTP \(status): \(text)", after: retryAfter(headers))
@@ -159,8 +161,17 @@ enum SentryEvent {
         if let entry {
             event["fingerprint"] = [entry.signature]
             event["exception"] = ["values": [exception(entry)]]
-            if let thread = entry.thread_info.first {
-                event["threads"] = ["values": [["id": thread.id, "name": thread.name, "crashed": thread.crashed, "current": true]]]
+            if !entry.thread_info.isEmpty {
+                // The crashed thread's stack is the exception's; every other thread carries its own.
+                event["threads"] = ["values": entry.thread_info.enumerated().map { index, thread -> [String: Any] in
+                    var value: [String: Any] = ["id": thread.id, "name": thread.name, "crashed": thread.crashed, "current": index == 0,
+                                                "main": thread.is_main]
+                    if index > 0 {
+                        if let state = thread.state { value["state"] = state }
+                        if !thread.frames.isEmpty { value["stacktrace"] = ["frames": stacktraceFrames(thread.frames, entry: entry)] }
+                    }
+                    return value
+                }]
             }
             let images = entry.images.filter { !$0.build_id.isEmpty }.map(image)
             if !images.isEmpty { event["debug_meta"] = ["images": images] }
@@ -185,10 +196,22 @@ enum SentryEvent {
         var exception: [String: Any] = [
             "type": entry.exception_type, "value": entry.exception_message, "mechanism": mechanism,
         ]
+        let frames = stacktraceFrames(entry.thread_info.first?.frames ?? [], entry: entry)
+        if !frames.isEmpty { exception["stacktrace"] = ["frames": frames] }
+        if let thread = entry.thread_info.first { exception["thread_id"] = thread.id }
+        return exception
+    }
+
+    /// Sentry stack frames, outermost first.
+    static func stacktraceFrames(_ frames: [DiagnosticsPayload.Frame], entry: DiagnosticsPayload.CrashReportEntry) -> [[String: Any]] {
         let paths = Dictionary(entry.images.map { (fileName(of: $0.path), $0.path) }, uniquingKeysWith: { first, _ in first })
-        let frames = (entry.thread_info.first?.frames ?? []).reversed().map { frame -> [String: Any] in   // Sentry: outermost first
+        return frames.reversed().map { frame -> [String: Any] in
             var out: [String: Any] = ["instruction_addr": frame.address, "in_app": entry.isInApp(frame)]
-            if let function = frame.function { out["function"] = function }
+            if let function = frame.function {
+                // Sentry's two names: the short one people read, and the full demangled one.
+                out["function"] = CrashGrouping.displayName(function)
+                if out["function"] as? String != function { out["raw_function"] = function }
+            }
             if let file = frame.file {
                 out["filename"] = fileName(of: file)
                 out["abs_path"] = file
@@ -198,9 +221,6 @@ enum SentryEvent {
             if let module = frame.module { out["package"] = paths[module] ?? module }
             return out
         }
-        if !frames.isEmpty { exception["stacktrace"] = ["frames": frames] }
-        if let thread = entry.thread_info.first { exception["thread_id"] = thread.id }
-        return exception
     }
 
     static func image(_ image: DiagnosticsPayload.Image) -> [String: Any] {

@@ -22,7 +22,7 @@ extension Uploader {
     func spoolBeacon() {
         guard beaconSpooled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         let path = beaconsFolder + "/" + sessionID + ".json"
-        mkdir(beaconsFolder, 0o755)
+        ReportsDirectory.makeFolder(beaconsFolder)
         // compactJSON and plain system calls: JSONSerialization and Data.write were the first use
         // of much Foundation code in a quiet launch (the benchmark saw the beacon page in more of
         // Foundation than everything else the first pass does).
@@ -32,7 +32,7 @@ extension Uploader {
             "device_identifier": HostMetadata.deviceIdentifier(),
         ])
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return }
         let written = CrashReporter.writeAll(fd, json)
         close(fd)

@@ -1,8 +1,13 @@
 // What the previous runs left in sessions/: a crashed session's breadcrumbs, keys and user id are
 // appended to its crash record; a session whose process is gone without a clean end or a crash
-// record becomes an "abnormal termination" record (SIGKILL, the OOM killer, power loss); a cleanly
+// record becomes an "abnormal termination" record (SIGKILL, the OOM killer — told apart by the memory
+// sampler's sidecar, see MemoryTimeline.swift —, power loss); a cleanly
 // ended one is removed. Runs off the caller's thread after `start`. Each record is rewritten as a
-// whole (temporary file, fsync, rename), so being killed half-way repeats the work, never corrupts.
+// whole (temporary file, fsync, rename), so being killed half-way repeats the work, never corrupts:
+// the session file is removed only after the rename, so a recovery cut short (a relaunch that
+// exits within milliseconds) is redone from the start by the next launch, its `.tmp` truncated.
+// One process at a time recovers a session (an exclusive lock on its file): two launches in quick
+// succession never write the same `.tmp` at once.
 import CCrashCapture
 import Foundation
 import Glibc
@@ -14,9 +19,16 @@ struct SessionRecovery {
     func run() {
         ccr_session_sync()   // first: get this session's file onto the disk (see ccr_session_sync)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.sessionsFolder) else { return }
-        for name in names where name.hasSuffix(".custom.json") && !names.contains(String(name.dropLast(".custom.json".count))) {
-            unlink(directory.sessionsFolder + "/" + name)   // its session is gone: nothing to attach it to
+        // A session's sidecars (<id>.session.custom.json, .memory, and a .tmp a kill left behind)
+        // whose session file is gone: nothing to attach them to.
+        let sessionFiles = Set(names.filter { $0.hasSuffix(".session") })
+        for name in names where !name.hasSuffix(".session") && !name.hasSuffix(".unreadable") {
+            guard let range = name.range(of: ".session.") else { continue }
+            if !sessionFiles.contains(String(name[..<range.lowerBound]) + ".session") {
+                unlink(directory.sessionsFolder + "/" + name)
+            }
         }
+        sweepTemporaries(sessions: Set(names))
         for name in names where name.hasSuffix(".session") {
             let path = directory.sessionsFolder + "/" + name
             var info = ccr_session_info()
@@ -28,6 +40,12 @@ struct SessionRecovery {
                 continue
             }
             guard status == 0, info.alive == 0 else { continue }
+            // Ours to recover until this function moves on; another launch recovering it now
+            // holds the lock (and its inspect saw "alive"), so this one leaves it.
+            let lock = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard lock >= 0 else { continue }
+            defer { close(lock) }
+            guard flock(lock, LOCK_EX | LOCK_NB) == 0, access(path, F_OK) == 0 else { continue }
             let record = directory.pendingFolder + "/" + id + ".crash"
             switch info.state {
             case 3:   // crashed: attach the context to its record (moved to pending/ by start)
@@ -39,13 +57,41 @@ struct SessionRecovery {
                 }
             case 1:   // running, but its process is gone: killed without a chance to record
                 if !FileManager.default.fileExists(atPath: record) {
-                    guard rewrite(record, prefix: header(info, termination: "abnormal"), session: path) else { continue }
+                    // The memory sampler's sidecar tells an OOM kill from another SIGKILL.
+                    let memory = MemoryVerdict.classify(sidecar: path + ".memory")
+                    var prefix = header(info, termination: memory.kind)
+                    prefix.append(Data(memory.lines.map { $0 + "\n" }.joined().utf8))
+                    guard rewrite(record, prefix: prefix, session: path) else { continue }
                 }
             default:
                 break
             }
             unlink(path)
-            unlink(path + ".custom.json")
+            for sidecar in [".custom.json", ".custom.json.tmp", ".memory", ".memory.tmp"] { unlink(path + sidecar) }
+        }
+    }
+
+    /// A `pending/<id>.crash.tmp` whose session file is gone was left by something other than a
+    /// recovery in progress or to be redone (a recovery removes the session only after its rename):
+    /// finished when it holds a whole record and no `.crash` exists, else removed. One whose
+    /// session is still there is left for the recovery below, which truncates and redoes it.
+    private func sweepTemporaries(sessions: Set<String>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.pendingFolder) else { return }
+        for name in names where name.hasSuffix(".crash.tmp") {
+            let id = String(name.dropLast(".crash.tmp".count))
+            guard !sessions.contains(id + ".session") else { continue }
+            let temporary = directory.pendingFolder + "/" + name
+            let record = directory.pendingFolder + "/" + id + ".crash"
+            let whole = (try? String(contentsOfFile: temporary, encoding: .utf8)).map {
+                $0.hasPrefix(#"{"format":"swift-crash-reporting.crash-record""#) && $0.hasSuffix("\n")
+            } ?? false
+            if whole && access(record, F_OK) != 0 {
+                let fd = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                if fd >= 0 { fsync(fd); close(fd) }
+                rename(temporary, record)
+            } else {
+                unlink(temporary)
+            }
         }
     }
 
@@ -74,7 +120,7 @@ struct SessionRecovery {
         while prefix.last == UInt8(ascii: "\n") { prefix.removeLast() }
         prefix.append(UInt8(ascii: "\n"))
         let temporary = record + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         var exported = CrashReporter.writeAll(fd, prefix) && ccr_session_export(session, fd) == 0
         if exported, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {

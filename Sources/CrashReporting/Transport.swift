@@ -70,6 +70,12 @@ public struct HTTPTransport: DiagnosticsTransport {
         return Self.outcome(answer)
     }
 
+    /// What a person needs to fix a redirecting endpoint: where it points.
+    static func redirectMessage(_ headers: [String: String]) -> String {
+        "redirected to \(headers["location"].map { "\"\($0)\"" } ?? "(no Location header)"); redirects are not followed "
+            + "(the token must go only to the configured endpoint): configure the final URL"
+    }
+
     static func outcome(_ answer: HTTPExchange.Answer) -> DeliveryOutcome {
         switch answer {
         case .failed(let error):
@@ -85,9 +91,12 @@ public struct HTTPTransport: DiagnosticsTransport {
                 return .delivered(receipt: json?["diagnostics_id"] as? String)
             case 401, 403:
                 return .unauthorized(status: status, message: message)
-            case 300..<400, 404, 405:
-                // A wrong endpoint (or a redirect, which would turn the POST into a GET), not a
-                // bad payload: keep the reports for a corrected configuration.
+            case 300..<400:
+                // Never followed (HTTPExchange): the token would go to the host the Location names.
+                // A configuration error, not a verdict on the report: it is kept.
+                return .unauthorized(status: status, message: redirectMessage(headers))
+            case 404, 405:
+                // A wrong endpoint, not a bad payload: keep the reports for a corrected configuration.
                 return .unauthorized(status: status, message: "not a collector at this URL: \(message)")
             case 413:
                 return .tooLarge(maxBytes: json?["max_size_bytes"] as? Int)
@@ -106,22 +115,82 @@ public struct HTTPTransport: DiagnosticsTransport {
 }
 
 /// A synchronous request on the caller's thread, through URLSession, with a hard deadline.
+///
+/// Redirects are never followed: a 3xx is the answer (Linux URLSession follows a 307 for a POST
+/// and sends the Authorization header to whatever host the Location names, so a redirect could
+/// hand the token and the report to another host, whose 2xx would then delete the record). The
+/// delegate is only asked when a task has no completion handler, hence the delegate-based tasks.
+/// Upload tasks, because only they report `didSendBodyData`: the evidence that a connection was
+/// made and the body went out (`Attempt.bodySent`, see Uploader's interruption rule).
 enum HTTPExchange {
     enum Answer: Sendable {
         case response(status: Int, headers: [String: String], body: Data)
         case failed(String)
     }
 
-    private final class Box: @unchecked Sendable {
-        var answer: Answer = .failed("no answer")
+    /// What the pipeline wants to hear about the exchange in progress on this thread: called once,
+    /// on URLSession's delegate queue, when the first bytes of the body were sent.
+    enum Attempt {
+        @TaskLocal static var bodySent: (@Sendable () -> Void)?
+    }
+
+    private final class Exchange: @unchecked Sendable {
+        var response: HTTPURLResponse?
+        var body = Data()
+        var error: (any Error)?
+        var bodySent: (@Sendable () -> Void)?
         let done = DispatchSemaphore(value: 0)
+    }
+
+    /// The session's delegate: one per session, exchanges by task identifier.
+    private final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        let exchanges = Mutex<[Int: Exchange]>([:])
+
+        func exchange(_ task: URLSessionTask) -> Exchange? {
+            exchanges.withLock { $0[task.taskIdentifier] }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+            completionHandler(nil)   // the 3xx is the answer
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
+                        totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+            guard let exchange = exchange(task) else { return }
+            // Called under the lock: once `send` has cleared it (a time-out), it never runs late,
+            // after the pipeline has marked the attempt as over.
+            exchanges.withLock { _ in
+                exchange.bodySent?()
+                exchange.bodySent = nil
+            }
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+            if let exchange = exchange(dataTask) { exchanges.withLock { _ in exchange.response = response as? HTTPURLResponse } }
+            completionHandler(.allow)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            if let exchange = exchange(dataTask) { exchanges.withLock { _ in exchange.body.append(data) } }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+            exchanges.withLock { _ in
+                exchange.error = error
+                if exchange.response == nil { exchange.response = task.response as? HTTPURLResponse }
+            }
+            exchange.done.signal()
+        }
     }
 
     /// One session per time-out: on Linux, URLRequest.timeoutInterval is ignored; only the
     /// session configuration's timeoutIntervalForRequest is honoured (measured).
-    private static let sessions = Mutex<[Duration: URLSession]>([:])
+    private static let sessions = Mutex<[Duration: (URLSession, Delegate)]>([:])
 
-    private static func session(timeout: Duration) -> URLSession {
+    private static func session(timeout: Duration) -> (URLSession, Delegate) {
         sessions.withLock { sessions in
             if let session = sessions[timeout] { return session }
             let configuration = URLSessionConfiguration.ephemeral
@@ -129,7 +198,11 @@ enum HTTPExchange {
             configuration.urlCache = nil
             configuration.timeoutIntervalForRequest = seconds(timeout)
             configuration.timeoutIntervalForResource = seconds(timeout) * 2
-            let session = URLSession(configuration: configuration)
+            let delegate = Delegate()
+            // Serial: didSendBodyData is over before didCompleteWithError signals the caller.
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let session = (URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue), delegate)
             sessions[timeout] = session
             return session
         }
@@ -140,24 +213,32 @@ enum HTTPExchange {
     }
 
     static func send(_ request: URLRequest, timeout: Duration) -> Answer {
-        let box = Box()
-        let task = session(timeout: timeout).dataTask(with: request) { data, response, error in
-            if let response = response as? HTTPURLResponse {
-                var headers: [String: String] = [:]
-                for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
-                box.answer = .response(status: response.statusCode, headers: headers, body: data ?? Data())
-            } else {
-                box.answer = .failed(error.map { ($0 as NSError).localizedDescription } ?? "no response")
-            }
-            box.done.signal()
-        }
+        let (session, delegate) = session(timeout: timeout)
+        var request = request
+        let body = request.httpBody ?? Data()
+        request.httpBody = nil
+        let task = session.uploadTask(with: request, from: body)
+        let exchange = Exchange()
+        exchange.bodySent = Attempt.bodySent
+        delegate.exchanges.withLock { $0[task.taskIdentifier] = exchange }
         task.resume()
         // URLSession's own timeout covers idle time; this bounds the whole exchange.
-        if box.done.wait(timeout: .now() + seconds(timeout) * 2 + 1) == .timedOut {
+        if exchange.done.wait(timeout: .now() + seconds(timeout) * 2 + 1) == .timedOut {
             task.cancel()
-            _ = box.done.wait(timeout: .now() + 1)
+            _ = exchange.done.wait(timeout: .now() + 1)
+            delegate.exchanges.withLock {
+                $0[task.taskIdentifier] = nil
+                exchange.bodySent = nil
+            }
             return .failed("timed out after \(timeout)")
         }
-        return box.answer
+        return delegate.exchanges.withLock { _ -> Answer in
+            if let response = exchange.response {
+                var headers: [String: String] = [:]
+                for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
+                return .response(status: response.statusCode, headers: headers, body: exchange.body)
+            }
+            return .failed(exchange.error.map { ($0 as NSError).localizedDescription } ?? "no response")
+        }
     }
 }

@@ -30,6 +30,9 @@ final class Uploader: Sendable {
         var attempts: [String: Int] = [:]
         var deleteRequested = false
         var warnedFallback = false
+        var warnedEnvironment = false
+        /// Destinations already said to be unreachable in this launch (said once, not per pass).
+        var warnedDown: Set<String> = []
     }
 
     private let shared = Mutex(Shared())
@@ -94,25 +97,43 @@ final class Uploader: Sendable {
             $0.connected = url
             $0.connectedLoaded = true
         }
-        let file = directory.path + "/connect-endpoint"
-        try? Data((url.absoluteString + "\n").utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
+        // Kept for later launches only when the app asked for it (seed 002 §8: an app-level decision).
+        guard settings.persistsConnectURL else { return }
+        ReportsDirectory.writeSmallFile(directory.path + "/connect-endpoint", url.absoluteString + "\n")
     }
 
-    private static func readConnectedEndpoint(_ directory: ReportsDirectory) -> URL? {
-        (try? String(contentsOfFile: directory.path + "/connect-endpoint", encoding: .utf8))
-            .flatMap { URL(string: $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    /// The remembered connect URL endpoint, when the app opted in, and only if its host is still
+    /// one a connect URL may name (the file is checked like any state file: ours, no link).
+    private func readConnectedEndpoint() -> URL? {
+        guard settings.persistsConnectURL,
+              let text = ReportsDirectory.readSmallFile(directory.path + "/connect-endpoint"),
+              let url = URL(string: text.trimmingCharacters(in: .whitespacesAndNewlines)),
+              url.scheme == "http", let host = url.host else { return nil }
+        guard ConnectURL.isAllowed(host, settings.connectURLHosts) else {
+            CrashReporter.warn("ignoring the remembered connect URL endpoint \(url.absoluteString): its host is not allowed (upload.connectURLHosts)")
+            return nil
+        }
+        return url
     }
 
     /// Seed 003 §6: configuration, environment, connect URL, then localhost:9090.
     func resolveEndpoint() -> CrashReporter.ResolvedEndpoint {
         if let url = settings.endpoint { return .init(url: url, source: .configuration) }
         if let text = getenv("CRASH_REPORTING_ENDPOINT").map({ String(cString: $0) }), !text.isEmpty, let url = URL(string: text) {
-            return .init(url: url, source: .environment)
+            if let problem = CrashReporter.Upload.endpointProblem(url, allowsInsecureHTTP: settings.allowsInsecureHTTP) {
+                let first = shared.withLock { shared -> Bool in
+                    defer { shared.warnedEnvironment = true }
+                    return !shared.warnedEnvironment
+                }
+                if first { CrashReporter.warn("CRASH_REPORTING_ENDPOINT ignored: \(problem)") }
+            } else {
+                return .init(url: url, source: .environment)
+            }
         }
         // Read on first use, not in `start`: Foundation's file reading costs more than start's budget.
         let connected = shared.withLock { shared -> URL? in
             if !shared.connectedLoaded {
-                shared.connected = Self.readConnectedEndpoint(directory)
+                shared.connected = readConnectedEndpoint()
                 shared.connectedLoaded = true
             }
             return shared.connected
@@ -139,6 +160,9 @@ final class Uploader: Sendable {
 
     /// Runs forever on the pipeline's thread: the launch's pass first, then one per trigger.
     func run(recovery: SessionRecovery) {
+        // Before the recovery: it writes abnormal-termination records, which must not pass for
+        // the crash records that are the evidence here.
+        judgeAttempts(crashEvidence: true)
         recovery.run()
         let started = ContinuousClock.now
         let interval = settings.periodicInterval.map { min(max($0, .milliseconds(10)), .seconds(366 * 86_400)) }
@@ -183,7 +207,7 @@ final class Uploader: Sendable {
         shared.withLock { $0.deleteRequested = true }
         for name in directory.records(in: directory.pendingFolder) {
             let path = directory.pendingFolder + "/" + name
-            for sidecar in ["", ".sent", ".interrupted"] { unlink(path + sidecar) }
+            for sidecar in [""] + Self.sidecars { unlink(path + sidecar) }
         }
         wake()
     }
@@ -191,8 +215,8 @@ final class Uploader: Sendable {
     // MARK: One pass
 
     private func pass(force: Bool) {
-        mkdir(directory.uploadingFolder, 0o755)
-        mkdir(directory.quarantineFolder, 0o755)
+        ReportsDirectory.makeFolder(directory.uploadingFolder)
+        ReportsDirectory.makeFolder(directory.quarantineFolder)
         recoverInterrupted()
         shared.withLock { $0.deleteRequested = false }
         enforceBounds()
@@ -241,7 +265,8 @@ final class Uploader: Sendable {
             defer { close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
             let target = directory.pendingFolder + "/" + name
-            for sidecar in [".sent", ".interrupted"] where access(path + sidecar, F_OK) == 0 {
+            if !deleting { Self.judgeAttempt(path, directory: directory, crashEvidence: false) }
+            for sidecar in Self.sidecars where access(path + sidecar, F_OK) == 0 {
                 if deleting { unlink(path + sidecar) } else { rename(path + sidecar, target + sidecar) }
             }
             if deleting { unlink(path) } else { rename(path, target) }
@@ -259,7 +284,7 @@ final class Uploader: Sendable {
             let entry = entries.removeFirst()
             let path = directory.pendingFolder + "/" + entry.name
             if unlink(path) == 0 { dropped += 1 }
-            for sidecar in [".sent", ".interrupted"] { unlink(path + sidecar) }
+            for sidecar in Self.sidecars { unlink(path + sidecar) }
             bytes -= entry.size
         }
         if dropped > 0 {
@@ -267,10 +292,17 @@ final class Uploader: Sendable {
             shared.withLock { $0.status.dropped = total }
             CrashReporter.warn("the reports store was full: \(dropped) record(s) deleted, snapshots and oldest first (\(total) in all)")
         }
+        // Quarantine is bounded the same way, and says so: nothing is deleted silently.
         let quarantined = directory.recordsOldestFirst(in: directory.quarantineFolder)
+        var droppedQuarantined = 0
         for name in quarantined.prefix(max(0, quarantined.count - settings.maxPendingReports)) {
-            unlink(directory.quarantineFolder + "/" + name)
+            if unlink(directory.quarantineFolder + "/" + name) == 0 { droppedQuarantined += 1 }
             unlink(directory.quarantineFolder + "/" + String(name.dropLast(".crash".count)) + ".reason")
+        }
+        if droppedQuarantined > 0 {
+            let total = LaunchFile.addDropped(directory, droppedQuarantined)
+            shared.withLock { $0.status.dropped = total }
+            CrashReporter.warn("quarantine/ was full: \(droppedQuarantined) quarantined record(s) deleted, oldest first (\(total) records deleted in all)")
         }
     }
 
@@ -281,17 +313,30 @@ final class Uploader: Sendable {
         let pending = directory.pendingFolder + "/" + name
         let uploading = directory.uploadingFolder + "/" + name
         // Lock, then move: another process's recovery never takes a file whose lock is held.
-        let lock = open(pending, O_RDONLY | O_CLOEXEC)
-        guard lock >= 0 else { return true }
-        defer { close(lock) }
-        guard flock(lock, LOCK_EX | LOCK_NB) == 0, rename(pending, uploading) == 0 else { return true }   // another process has it
-        for sidecar in [".sent", ".interrupted"] where access(pending + sidecar, F_OK) == 0 { rename(pending + sidecar, uploading + sidecar) }
-        if Self.interruptions(uploading) >= 3 {
-            quarantine(name, reason: "the upload was interrupted 3 times (the process died while sending it); not tried again")
+        let lock = open(pending, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard lock >= 0 else {
+            if errno == ELOOP { refuse(name, reason: "a symbolic link in pending/, not a record this program wrote: not sent") }
             return true
         }
-        Self.noteInterruption(uploading)   // undone below when this attempt ends normally
-        defer { unlink(uploading + ".interrupted") }
+        defer { close(lock) }
+        guard ReportsDirectory.isOurs(lock) else {
+            var info = stat()
+            fstat(lock, &info)
+            refuse(name, reason: "owned by uid \(info.st_uid), not by this process's user (uid \(geteuid())): a record this "
+                   + "program did not write is never sent under its token")
+            return true
+        }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0, rename(pending, uploading) == 0 else { return true }   // another process has it
+        for sidecar in Self.sidecars where access(pending + sidecar, F_OK) == 0 { rename(pending + sidecar, uploading + sidecar) }
+        if Self.interruptions(uploading) >= 3 {
+            quarantine(name, reason: "the upload was interrupted 3 times (the process died while sending it, with the request "
+                       + "sent and unanswered, or crashed while preparing it); not tried again (crashtool requeue puts it back)")
+            return true
+        }
+        // The attempt mark (see `judgeAttempt`): removed on every way out of this function, so
+        // only a process that died inside it leaves one.
+        Self.markAttempt(uploading, session: sessionID, phase: .preparing)
+        defer { unlink(uploading + ".attempt") }
 
         let record: CrashRecord
         do {
@@ -314,7 +359,7 @@ final class Uploader: Sendable {
         // Each destination has its own state: which already have the record (a file beside it),
         // its tries this launch, and whether it is down for the rest of this pass.
         let sentFile = uploading + ".sent"
-        var sent = Set(((try? String(contentsOfFile: sentFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
+        var sent = Set((ReportsDirectory.readSmallFile(sentFile) ?? "").split(separator: "\n").map(String.init))
         var waiting = false
         for destination in destinations where !sent.contains(destination.name) {
             let key = destination.name + "|" + name
@@ -322,10 +367,10 @@ final class Uploader: Sendable {
                 waiting = true
                 continue
             }
-            switch deliver(&payload, id: record.id, key: key, to: destination) {
+            switch deliver(&payload, id: record.id, key: key, to: destination, record: uploading) {
             case .delivered:
                 sent.insert(destination.name)
-                try? Data((sent.sorted().joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: sentFile))
+                ReportsDirectory.writeSmallFile(sentFile, sent.sorted().joined(separator: "\n") + "\n")
             case .quarantine(let reason):
                 quarantine(name, reason: "\(destination.name): \(reason)")
                 return true
@@ -336,16 +381,17 @@ final class Uploader: Sendable {
         }
         if waiting {
             if shared.withLock({ $0.deleteRequested }) {   // deleteUnsentReports() came during the attempt
-                unlink(uploading)
-                unlink(sentFile)
+                for sidecar in [""] + Self.sidecars where sidecar != ".attempt" { unlink(uploading + sidecar) }
                 return true
             }
             rename(uploading, directory.pendingFolder + "/" + name)
-            if access(sentFile, F_OK) == 0 { rename(sentFile, directory.pendingFolder + "/" + name + ".sent") }
+            // Its sidecars go with it (the interruption count too); the attempt mark is removed on return.
+            for sidecar in [".sent", ".interrupted"] where access(uploading + sidecar, F_OK) == 0 {
+                rename(uploading + sidecar, directory.pendingFolder + "/" + name + sidecar)
+            }
             return down.count < destinations.count   // the pass goes on while some destination is up
         }
-        unlink(uploading)
-        unlink(sentFile)
+        for sidecar in [""] + Self.sidecars where sidecar != ".attempt" { unlink(uploading + sidecar) }
         shared.withLock { $0.status.delivered += 1 }
         return true
     }
@@ -355,7 +401,8 @@ final class Uploader: Sendable {
 
     /// Seed 000's responses: 201 → done; 400 → quarantine; 413 → shrink once, then quarantine;
     /// 401/403 → keep, configuration error; 5xx / time-out / refused → backoff, bounded tries.
-    private func deliver(_ payload: inout DiagnosticsPayload, id: String, key: String, to destination: any DiagnosticsTransport) -> Verdict {
+    private func deliver(_ payload: inout DiagnosticsPayload, id: String, key: String, to destination: any DiagnosticsTransport,
+                         record: String) -> Verdict {
         var shrunk = false
         while true {
             let body: Data
@@ -365,7 +412,16 @@ final class Uploader: Sendable {
             } catch {
                 return .quarantine("cannot encode the payload: \(error)")
             }
-            switch destination.deliver(DiagnosticsUpload(payload: payload, body: body, idempotencyKey: id)) {
+            // While the body is out and no answer is in, the mark says "sent": dying now counts.
+            let session = sessionID
+            let outcome = HTTPExchange.Attempt.$bodySent.withValue({ Self.markAttempt(record, session: session, phase: .sent) }) {
+                destination.deliver(DiagnosticsUpload(payload: payload, body: body, idempotencyKey: id))
+            }
+            Self.markAttempt(record, session: sessionID, phase: .preparing)
+            if case .unreachable = outcome {} else {
+                unlink(record + ".interrupted")   // an answer came: this record does not kill the process
+            }
+            switch outcome {
             case .delivered:
                 shared.withLock { $0.status.configurationError = nil }
                 return .delivered
@@ -394,7 +450,10 @@ final class Uploader: Sendable {
                 sleep(for: after ?? backoff(attempt: attempts))
             case .unreachable(let reason):
                 let attempts = countAttempt(key, failure: "\(destination.name): \(reason)")
-                guard attempts < settings.maxAttemptsPerLaunch else { return .keep(stopPass: true) }
+                guard attempts < settings.maxAttemptsPerLaunch else {
+                    noteDown(destination.name, reason: reason)
+                    return .keep(stopPass: true)
+                }
                 sleep(for: backoff(attempt: attempts))
             }
         }
@@ -416,14 +475,67 @@ final class Uploader: Sendable {
         return .milliseconds(Int(min(jittered, HTTPExchange.seconds(settings.maxBackoff)) * 1000))
     }
 
+    /// A destination that cannot be reached says so once per launch, on stderr and in the status.
+    private func noteDown(_ name: String, reason: String) {
+        let waiting = directory.records(in: directory.pendingFolder).count + directory.records(in: directory.uploadingFolder).count
+        let text = "\(name) is unreachable (\(reason)); \(waiting) report(s) kept for a later try"
+        let first = shared.withLock { shared -> Bool in
+            shared.status.unreachable = text
+            return shared.warnedDown.insert(name).inserted
+        }
+        if first { CrashReporter.warn(text) }
+    }
+
+    /// The files that travel with a record: which destinations have it, its interruption count,
+    /// and the mark of an attempt in progress.
+    static let sidecars = [".sent", ".interrupted", ".attempt"]
+
     /// Interrupted attempts of a record (a file beside it counts them), so that a record that
     /// kills the process while being sent is not retried at every launch forever.
     static func interruptions(_ path: String) -> Int {
-        (try? String(contentsOfFile: path + ".interrupted", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        ReportsDirectory.readSmallFile(path + ".interrupted").flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
     }
 
-    static func noteInterruption(_ path: String) {
-        try? Data("\(interruptions(path) + 1)\n".utf8).write(to: URL(fileURLWithPath: path + ".interrupted"))
+    enum AttemptPhase: String { case preparing, sent }
+
+    /// `<record>.attempt` holds "<session id> <phase>" while this process works on the record:
+    /// `preparing` (symbolicating, building, redacting, waiting between tries) or `sent` (the
+    /// body went out over an established connection and no answer has come back yet).
+    static func markAttempt(_ path: String, session: String, phase: AttemptPhase) {
+        ReportsDirectory.writeSmallFile(path + ".attempt", "\(session) \(phase.rawValue)\n")
+    }
+
+    /// Judges the attempt marks that dead processes left in uploading/ (a record whose lock is
+    /// held belongs to a live process).
+    private func judgeAttempts(crashEvidence: Bool) {
+        for name in directory.records(in: directory.uploadingFolder) {
+            let path = directory.uploadingFolder + "/" + name
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            Self.judgeAttempt(path, directory: directory, crashEvidence: crashEvidence)
+        }
+    }
+
+    /// Decides, at the next launch, whether a dead process's attempt counts as an interruption
+    /// (Docs/Decisions/0010-interrupted-uploads.md). It counts when the process died with the
+    /// request sent and unanswered (`sent`), or crashed while preparing the record (its session
+    /// left a crash record). It never counts for a process that ended any other way while
+    /// preparing or waiting (SIGTERM in a rolling restart, SIGKILL), nor for a destination that
+    /// was never reached (refused, DNS, time-out before the body went out): the record is not
+    /// what ended the process.
+    /// `crashEvidence`: whether a record in pending/ named after the marking session proves that
+    /// it crashed (true only before this launch's session recovery has written abnormal-termination
+    /// records, which carry the session's name too).
+    static func judgeAttempt(_ path: String, directory: ReportsDirectory, crashEvidence: Bool) {
+        guard let mark = ReportsDirectory.readSmallFile(path + ".attempt") else { return }
+        unlink(path + ".attempt")
+        let fields = mark.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard fields.count == 2, let phase = AttemptPhase(rawValue: fields[1]) else { return }
+        let crashed = crashEvidence && access(directory.pendingFolder + "/" + fields[0] + ".crash", F_OK) == 0
+        guard phase == .sent || crashed else { return }
+        ReportsDirectory.writeSmallFile(path + ".interrupted", "\(interruptions(path) + 1)\n")
     }
 
     private func sleep(for duration: Duration) {
@@ -433,11 +545,20 @@ final class Uploader: Sendable {
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 
+    /// A file in pending/ that is not ours to send: moved to quarantine/ with why, untouched.
+    private func refuse(_ name: String, reason: String) {
+        let id = String(name.dropLast(".crash".count))
+        rename(directory.pendingFolder + "/" + name, directory.quarantineFolder + "/" + name)
+        ReportsDirectory.writeSmallFile(directory.quarantineFolder + "/" + id + ".reason", reason + "\n")
+        shared.withLock { $0.status.quarantined += 1 }
+        CrashReporter.warn("report \(id) refused: \(reason)")
+    }
+
     private func quarantine(_ name: String, reason: String) {
         let id = String(name.dropLast(".crash".count))
-        try? Data((reason + "\n").utf8).write(to: URL(fileURLWithPath: directory.quarantineFolder + "/" + id + ".reason"))
+        ReportsDirectory.writeSmallFile(directory.quarantineFolder + "/" + id + ".reason", reason + "\n")
         rename(directory.uploadingFolder + "/" + name, directory.quarantineFolder + "/" + name)
-        for sidecar in [".sent", ".interrupted"] { unlink(directory.uploadingFolder + "/" + name + sidecar) }
+        for sidecar in Self.sidecars { unlink(directory.uploadingFolder + "/" + name + sidecar) }
         shared.withLock { $0.status.quarantined += 1 }
         CrashReporter.warn("report \(id) quarantined: \(reason)")
     }

@@ -225,21 +225,15 @@ final class ModuleSymbols {
     }
 
     /// A file name relative to the CU's compilation directory, joined with it (as llvm-symbolizer
-    /// and debuggers show it).
+    /// and debuggers show it) and normalised: glibc's relative directory and file name both start
+    /// at its source root, so "./nptl" + "./nptl/pthread_create.c" is "nptl/pthread_create.c".
     private func absolute(_ file: String, cu: inout Dwarf_Die) -> String {
-        guard !file.hasPrefix("/") else { return file.contains("//") ? Self.collapsingSlashes(file) : file }
+        guard !file.hasPrefix("/") else { return SourcePath.normalised(file) }
         var attribute = Dwarf_Attribute()
-        guard dwarf_attr(&cu, UInt32(DW_AT_comp_dir), &attribute) != nil, let directory = dwarf_formstring(&attribute) else { return file }
-        let base = String(cString: directory)
-        return base.hasSuffix("/") ? base + file : base + "/" + file
-    }
-
-    /// "a//b" → "a/b" without Foundation (its NSString bridge cost 3 % of a crashtool run).
-    static func collapsingSlashes(_ path: String) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(path.utf8.count)
-        for byte in path.utf8 where !(byte == UInt8(ascii: "/") && out.last == UInt8(ascii: "/")) { out.append(byte) }
-        return String(decoding: out, as: UTF8.self)
+        guard dwarf_attr(&cu, UInt32(DW_AT_comp_dir), &attribute) != nil, let directory = dwarf_formstring(&attribute) else {
+            return SourcePath.normalised(file)
+        }
+        return SourcePath.joined(directory: String(cString: directory), file: file)
     }
 
     private func name(of die: inout Dwarf_Die) -> String? {

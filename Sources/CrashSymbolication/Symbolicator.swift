@@ -24,8 +24,53 @@ public final class Symbolicator: Symbolicating {
 
     public func symbolicate(_ record: CrashRecord) -> CrashReport {
         var usedModules: Set<String> = []
+        let frames = symbolicate(record.frames, in: record, usedModules: &usedModules)
+        let others = record.otherThreads.map { other in
+            CrashReport.Thread(id: other.thread.id, name: other.thread.name, isMain: other.thread.isMain,
+                               frames: symbolicate(other.frames, in: record, usedModules: &usedModules),
+                               state: other.state, stack: other.stack)
+        }
+
+        let images = record.modules.map { module -> CrashReport.Image in
+            var source: CrashReport.SymbolSource?
+            var hasDebugInfo = false
+            if usedModules.contains(key(module)), let location = located[key(module)] {
+                switch location {
+                case .success(let found):
+                    source = found.isRecordedPath ? .recordedPath(found.path) : .debugFile(found.path)
+                    hasDebugInfo = opened[found.path]??.hasDebugInfo ?? false
+                case .failure(.buildIDMismatch(let onDisk)): source = .buildIDMismatch(fileBuildID: onDisk)
+                case .failure(.notFound): source = .notFound
+                }
+            }
+            return .init(path: module.path, buildID: module.buildID, start: module.start, end: module.end, bias: module.bias,
+                         symbols: source, hasDebugInfo: hasDebugInfo)
+        }
+
+        let thread = record.thread
+        var report = CrashReport(
+            recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: record.processID,
+            timestamp: record.timestamp, architecture: record.architecture, signal: record.signal,
+            reason: reason(record, frames), fatalMessage: record.fatalMessage,
+            crashedThread: .init(id: thread?.id ?? 0, name: thread?.name ?? "", isMain: thread?.isMain ?? false, frames: frames),
+            stack: record.stack, images: images, nestedCrash: record.nestedCrash, watchdog: record.watchdog,
+            isPartial: record.isPartial, problems: record.problems)
+        report.otherThreads = others
+        report.moduleTableSource = record.moduleTable?.source
+        report.userID = record.userID
+        report.customKeys = record.customKeys
+        report.breadcrumbs = record.breadcrumbs
+        report.termination = record.termination
+        report.nonFatalError = record.nonFatalError
+        report.customDataJSON = record.customDataJSON
+        return report
+    }
+
+    /// One thread's frames, inlined frames expanded; notes which modules were looked up.
+    private func symbolicate(_ recordFrames: [CrashRecord.Frame], in record: CrashRecord,
+                             usedModules: inout Set<String>) -> [CrashReport.Frame] {
         var frames: [CrashReport.Frame] = []
-        for frame in record.frames {
+        for frame in recordFrames {
             let lookup = frame.lookupAddress
             guard let module = record.module(containing: lookup) else {
                 frames.append(.init(index: frame.index, address: frame.address, module: nil, moduleOffset: nil, function: nil,
@@ -61,38 +106,13 @@ public final class Symbolicator: Symbolicating {
                 }
             }
         }
-
-        let images = record.modules.map { module -> CrashReport.Image in
-            var source: CrashReport.SymbolSource?
-            var hasDebugInfo = false
-            if usedModules.contains(key(module)), let location = located[key(module)] {
-                switch location {
-                case .success(let found):
-                    source = found.isRecordedPath ? .recordedPath(found.path) : .debugFile(found.path)
-                    hasDebugInfo = opened[found.path]??.hasDebugInfo ?? false
-                case .failure(.buildIDMismatch(let onDisk)): source = .buildIDMismatch(fileBuildID: onDisk)
-                case .failure(.notFound): source = .notFound
-                }
-            }
-            return .init(path: module.path, buildID: module.buildID, start: module.start, end: module.end, bias: module.bias,
-                         symbols: source, hasDebugInfo: hasDebugInfo)
+        // Where each frame's code comes from (the grouping rule's; system and reporter frames are tagged).
+        for index in frames.indices {
+            let frame = frames[index]
+            frames[index].origin = CrashGrouping.origin(function: frame.function, file: frame.file, module: frame.module.map(fileName(of:)),
+                                                        modulePath: frame.module)
         }
-
-        let thread = record.thread
-        var report = CrashReport(
-            recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: record.processID,
-            timestamp: record.timestamp, architecture: record.architecture, signal: record.signal,
-            reason: reason(record, frames), fatalMessage: record.fatalMessage,
-            crashedThread: .init(id: thread?.id ?? 0, name: thread?.name ?? "", isMain: thread?.isMain ?? false, frames: frames),
-            stack: record.stack, images: images, nestedCrash: record.nestedCrash, watchdog: record.watchdog,
-            isPartial: record.isPartial, problems: record.problems)
-        report.userID = record.userID
-        report.customKeys = record.customKeys
-        report.breadcrumbs = record.breadcrumbs
-        report.termination = record.termination
-        report.nonFatalError = record.nonFatalError
-        report.customDataJSON = record.customDataJSON
-        return report
+        return frames
     }
 
     /// The line a person reads first.
@@ -101,9 +121,11 @@ public final class Symbolicator: Symbolicating {
             return "non-fatal: \(error.domain) \(error.code): \(error.message)"
         }
         if let termination = record.termination {
-            return termination.kind == "abnormal"
-                ? "abnormal termination: the process ended without a crash record or a clean exit (SIGKILL, OOM killer, power loss)"
-                : "crash without a readable record: the handler could not write it"
+            switch termination.kind {
+            case "crash_without_record": return "crash without a readable record: the handler could not write it"
+            case "oom_kill": return "killed by the OOM killer: its memory cgroup's OOM-kill counter rose while it ran"
+            default: return "abnormal termination: the process ended without a crash record or a clean exit (SIGKILL, OOM killer, power loss)"
+            }
         }
         // -O traps: the reason survives only as an inlined frame at the trap address.
         if let failure = frames.first(where: { $0.index == 0 && ($0.function ?? "").hasPrefix("Swift runtime failure: ") })?.function {

@@ -9,7 +9,7 @@ struct CrashTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crashtool",
         abstract: "Symbolicate, show and list crash records; split debug info out of binaries.",
-        subcommands: [Symbolicate.self, Show.self, List.self, SplitDebug.self, BenchSymbolicate.self]
+        subcommands: [Symbolicate.self, Show.self, List.self, Requeue.self, SplitDebug.self, BenchSymbolicate.self]
     )
 
     /// `crashtool symbolicate <files> [--debug-dir D]… [--format F] [--no-system-debug]`, the

@@ -13,13 +13,15 @@ struct Show: ParsableCommand {
 
     func run() throws {
         let loaded: CrashRecord
+        let note: String?
         do {
-            loaded = try CrashRecord.load(contentsOf: URL(fileURLWithPath: record))
+            (loaded, note) = try SessionJoin.load(record)
         } catch let error as CrashRecordError {
             printError("crashtool: \(error)")
             throw ExitCode(1)
         }
         print(Self.describe(loaded))
+        if let note { print(note) }
     }
 
     static func describe(_ r: CrashRecord) -> String {
@@ -44,6 +46,14 @@ struct Show: ParsableCommand {
             let module = r.module(containing: frame.lookupAddress)
             let place = module.map { "\(fileName(of: $0.path)) + \($0.fileAddress(of: frame.address))" } ?? "?"
             out.append("  #\(frame.index)".padding(toLength: 6, withPad: " ", startingAt: 0) + "\(frame.address)  \(place)  [\(frame.kind.rawValue)]")
+        }
+        if let user = r.userID { out.append("User:      \(user)") }
+        for key in r.customKeys { out.append("Key:       \(key.key) = \(key.jsonValue)") }
+        if !r.breadcrumbs.isEmpty {
+            out.append("Breadcrumbs: \(r.breadcrumbs.count), oldest first")
+            for crumb in r.breadcrumbs {
+                out.append("  \(Timestamp.iso8601(crumb.timestamp))  \(crumb.level)  \(crumb.tag.isEmpty ? "" : "[\(crumb.tag)] ")\(crumb.message)")
+            }
         }
         if !r.registers.isEmpty {
             out.append("Registers:")

@@ -91,7 +91,8 @@ struct Symbolicate: ParsableCommand {
                 FileHandle.standardError.write(Data("\r\u{1B}[K[\(index + 1)/\(records.count)] \(fileName(of: path))".utf8))
             }
             do {
-                let record = try CrashRecord.load(contentsOf: URL(fileURLWithPath: path))
+                let (record, note) = try SessionJoin.load(path)
+                if let note { printError("\(path): \(note.replacingOccurrences(of: "Context:   ", with: "context "))") }
                 let report = symbolicator.symbolicate(record)
                 switch format {
                 case .text:

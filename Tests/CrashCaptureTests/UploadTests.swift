@@ -487,12 +487,12 @@ struct UploadTests {
         let url = "dev-see-com.example.crash-fixture://connect?server_ip=192.168.1.23&server_port=9090"
         let connected = try scenario.run("handle-url", upload: false, ["CRASH_FIXTURE_UPLOAD": "1", "CRASH_FIXTURE_URL": url])
         #expect(connected.standardOutput.contains("endpoint=http://192.168.1.23:9090 source=connect URL"), "\(connected.standardOutput)")
-        // The connect URL is remembered; the environment still wins over it.
+        // The environment wins over a connect URL (which is not remembered: persistsConnectURL is off).
         let environment = try scenario.run("handle-url", upload: false, ["CRASH_FIXTURE_UPLOAD": "1", "CRASH_FIXTURE_URL": "https://example.com",
-                                                                          "CRASH_REPORTING_ENDPOINT": "http://10.0.0.5:8080"])
+                                                                          "CRASH_REPORTING_ENDPOINT": "https://10.0.0.5:8080"])
         #expect(environment.standardOutput.contains("result=ignored"))
-        #expect(environment.standardOutput.contains("endpoint=http://10.0.0.5:8080 source=environment"))
-        let configured = try scenario.run("handle-url", ["CRASH_FIXTURE_URL": url, "CRASH_REPORTING_ENDPOINT": "http://10.0.0.5:8080"])
+        #expect(environment.standardOutput.contains("endpoint=https://10.0.0.5:8080 source=environment"))
+        let configured = try scenario.run("handle-url", ["CRASH_FIXTURE_URL": url, "CRASH_REPORTING_ENDPOINT": "https://10.0.0.5:8080"])
         #expect(configured.standardOutput.contains("endpoint=\(scenario.collector.endpoint) source=configuration"))
         let fresh = try UploadScenario("endpoint-fallback")
         let fallback = try fresh.run("handle-url", upload: false, ["CRASH_FIXTURE_UPLOAD": "1", "CRASH_FIXTURE_URL": "dev-see-com.example.crash-fixture://connect?server_ip=a..b&server_port=1"])

@@ -7,6 +7,69 @@ let header = #"{"format":"swift-crash-reporting.crash-record","version":1,"id":"
 
 @Suite("CrashRecord reader")
 struct CrashRecordTests {
+    @Test("requests in flight: each request line, and the summary's dropped count")
+    func requestsInFlight() throws {
+        let text = [
+            header,
+            #"{"type":"signal","signo":4,"name":"SIGILL","code":2,"code_name":"ILL_ILLOPN","fault_address":"0x5555"}"#,
+            #"{"type":"request","method":"GET","route":"/users/{id}","request_id":"5b97d1c2a0e34f6e0000000000000007","tid":43,"age_ms":12,"crashed_thread":true}"#,
+            #"{"type":"request","method":"POST","route":"/orders","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","tid":44,"age_ms":2001,"crashed_thread":false}"#,
+            #"{"type":"request","method":"GET","tid":45,"age_ms":1,"crashed_thread":false}"#,
+            #"{"type":"requests","in_flight":2,"dropped":3}"#,
+            #"{"type":"end","elapsed_before_sync_ns":100}"#,
+        ].joined(separator: "\n") + "\n"
+        let record = try CrashRecord(data: Data(text.utf8))
+        #expect(record.requests == [
+            .init(method: "GET", route: "/users/{id}", requestID: "5b97d1c2a0e34f6e0000000000000007", traceID: nil, threadID: 43,
+                  ageMilliseconds: 12, startedOnCrashedThread: true),
+            .init(method: "POST", route: "/orders", requestID: nil, traceID: "4bf92f3577b34da6a3ce929d0e0e4736", threadID: 44,
+                  ageMilliseconds: 2001, startedOnCrashedThread: false),
+        ])
+        #expect(record.requestsDropped == 3)
+        #expect(record.problems.count == 1 && record.problems[0].contains("request"), "a line without a route is a problem: \(record.problems)")
+    }
+
+    @Test("version 2: each later thread line opens that thread's section; the crashed thread keeps its own")
+    func threadSections() throws {
+        let text = [
+            header.replacingOccurrences(of: #""version":1"#, with: #""version":2"#),
+            #"{"type":"signal","signo":11,"name":"SIGSEGV","code":1,"code_name":"SEGV_MAPERR","fault_address":"0x0"}"#,
+            #"{"type":"thread","tid":42,"name":"app","main":true,"crashed":true}"#,
+            #"{"type":"module","path":"/app","start":"0x5000","end":"0x7000","bias":"0x4000","build_id":"abcdef"}"#,
+            #"{"type":"frame","index":0,"address":"0x5555","kind":"pc"}"#,
+            #"{"type":"stack","unwinder":"libunwind","frames":1,"depth":1,"truncated":false,"depth_is_lower_bound":false}"#,
+            #"{"type":"thread","tid":43,"name":"worker","main":false,"crashed":false,"state":"answered"}"#,
+            #"{"type":"frame","index":0,"address":"0x5600","kind":"pc"}"#,
+            #"{"type":"frame","index":1,"address":"0x5700","kind":"return_address"}"#,
+            #"{"type":"stack","unwinder":"frame-pointer","frames":2,"depth":2,"truncated":false,"depth_is_lower_bound":false}"#,
+            #"{"type":"thread","tid":44,"name":"masked","main":false,"crashed":false,"state":"blocked_signal"}"#,
+            #"{"type":"thread","tid":45,"name":"slow","main":false,"crashed":false,"state":"no_answer"}"#,
+            #"{"type":"modules","source":"link_map","count":1,"loader_state":"consistent","elapsed_ns":4200}"#,
+            #"{"type":"threads","total":4,"listed":4,"asked":2,"answered":1,"signo":64,"wait_ns":250000000,"elapsed_ns":251000000}"#,
+            #"{"type":"end","elapsed_before_sync_ns":100}"#,
+        ].joined(separator: "\n") + "\n"
+        let record = try CrashRecord(data: Data(text.utf8))
+        #expect(record.version == 2)
+        #expect(record.thread?.id == 42)
+        #expect(record.frames.map(\.address) == [Address(0x5555)])
+        #expect(record.stack?.unwinder == "libunwind")
+        #expect(record.otherThreads.map(\.thread.id) == [43, 44, 45])
+        #expect(record.otherThreads.map(\.state) == ["answered", "blocked_signal", "no_answer"])
+        #expect(record.otherThreads[0].frames.map(\.lookupAddress) == [Address(0x5600), Address(0x56ff)])
+        #expect(record.otherThreads[0].stack?.unwinder == "frame-pointer")
+        #expect(record.otherThreads[1].frames.isEmpty && record.otherThreads[1].stack == nil)
+        #expect(record.threadsSummary?.answered == 1 && record.threadsSummary?.waitNanoseconds == 250_000_000)
+        #expect(record.moduleTable?.source == "link_map" && record.moduleTable?.count == 1)
+        #expect(record.moduleTable?.loaderState == "consistent" && record.moduleTable?.elapsedNanoseconds == 4200)
+        #expect(!record.isPartial)
+    }
+
+    @Test("an unknown record version is refused")
+    func unknownVersion() throws {
+        let text = header.replacingOccurrences(of: #""version":1"#, with: #""version":3"#) + "\n"
+        #expect(throws: CrashRecordError.self) { try CrashRecord(data: Data(text.utf8)) }
+    }
+
     @Test("a complete record reads into typed fields")
     func complete() throws {
         let text = [

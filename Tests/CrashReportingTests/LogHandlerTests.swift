@@ -1,5 +1,5 @@
 // The swift-log handler in this process: concurrent logging from several threads becomes
-// breadcrumbs (levels mapped, metadata kept, redaction applied) and is forwarded; tools/test also
+// breadcrumbs (levels mapped, metadata kept, as logged: redaction is the upload's) and is forwarded; tools/test also
 // runs this suite once under ThreadSanitizer.
 import CrashReportModel
 import CrashReporting
@@ -23,7 +23,7 @@ struct CountingHandler: LogHandler {
 
 @Suite("swift-log handler")
 struct LogHandlerTests {
-    @Test("concurrent logging: breadcrumbs redacted and complete, everything forwarded")
+    @Test("concurrent logging: breadcrumbs as logged and complete, everything forwarded; the payload made of them is redacted")
     func concurrentLogging() throws {
         try SharedReporter.start()
         let threads = 4, perThread = 300
@@ -51,8 +51,21 @@ struct LogHandlerTests {
         // Other suites of this process may log too: look at this test's breadcrumbs.
         let ours = crumbs.filter { $0.tag == "orders" }
         #expect(ours.allSatisfy { $0.level == "info" })
-        #expect(ours.allSatisfy { $0.message.hasSuffix("for [EMAIL_REDACTED]") && !$0.message.contains("@") })
-        #expect(ours.allSatisfy { $0.metadata?["auth"] == "password=[REDACTED]" })
+        // Kept as logged: no regular expression ran on the logging threads.
+        #expect(ours.allSatisfy { $0.message.hasSuffix("for jane.doe@example.com") })
+        #expect(ours.allSatisfy { $0.metadata?["auth"] == "password=hunter2" })
+        // What leaves the process is redacted: the upload's redaction of a payload made of them.
+        var payload = DiagnosticsPayload(
+            test_run_id: UUID().uuidString.lowercased(),
+            app_metadata: .init(app_name: "a", app_version: "1", build_number: "1", bundle_id: "com.example.a", environment: "test"),
+            device_metadata: CrashReporter.hostMetadata() ?? HostMetadata.current(reportsDirectory: NSTemporaryDirectory()),
+            timestamp_collected: Timestamp.iso8601(Date()),
+            logs: ours.prefix(3).map { .init(timestamp: Timestamp.iso8601($0.timestamp), level: $0.level, tag: $0.tag,
+                                            message: $0.message, metadata: ($0.metadata ?? [:]).mapValues(JSONValue.string)) })
+        Redactor.seed000.apply(to: &payload)
+        #expect(payload.logs.count == 3)
+        #expect(payload.logs.allSatisfy { $0.message.hasSuffix("for [EMAIL_REDACTED]") }, "\(payload.logs.map(\.message))")
+        #expect(payload.logs.allSatisfy { $0.metadata?["auth"] == .string("password=[REDACTED]") })
         // Per thread, the breadcrumbs kept are in the order that thread logged them.
         for thread in 0..<threads {
             let ns = ours.filter { $0.metadata?["thread"] == "\(thread)" }.compactMap { Int($0.metadata?["n"] ?? "") }
@@ -61,6 +74,18 @@ struct LogHandlerTests {
         #expect(zip(crumbs, crumbs.dropFirst()).allSatisfy { $0.index < $1.index })
         // Suites run in parallel in this process: a few of the last 500 may be other suites'.
         #expect(crumbs.filter { $0.tag == "orders" }.count >= 480)
+    }
+
+    @Test("a handler given a redactor still redacts on the caller's thread")
+    func explicitRedactor() throws {
+        try SharedReporter.start()
+        let logger = Logger(label: "explicit-redactor") { label in
+            CrashReportingLogHandler(label: label, redactor: .seed000)
+        }
+        logger.warning("mail jane.doe@example.com", metadata: ["auth": "password=hunter2"])
+        let crumb = try #require(CrashReporter.contextSnapshot()?.breadcrumbs.last { $0.tag == "explicit-redactor" })
+        #expect(crumb.message == "mail [EMAIL_REDACTED]")
+        #expect(crumb.metadata?["auth"] == "password=[REDACTED]")
     }
 
     @Test("seed 000's redaction rules", arguments: [

@@ -3,6 +3,7 @@
 @testable import CrashReporting
 import CrashReportModel
 import Foundation
+import Glibc
 import Testing
 
 @Suite("Pipeline units")
@@ -124,10 +125,18 @@ struct PipelineUnitTests {
         #expect(!memo.findings(in: raw).isEmpty)   // unredacted coordinates are caught as numbers
     }
 
-    @Test("connect URLs (seed 002)", arguments: [
+    @Test("connect URLs (seed 002): exact scheme, loopback and private-range hosts only by default", arguments: [
         ("dev-see-com.example.app://connect?server_ip=192.168.1.23&server_port=9090", "connected http://192.168.1.23:9090"),
-        ("DEV-SEE-com.example.app://connect?server_ip=qa-mac.local&server_port=1", "connected http://qa-mac.local:1"),
         ("dev-see-com.example.app://connect?server_ip=10.0.0.1&server_port=65535", "connected http://10.0.0.1:65535"),
+        ("dev-see-com.example.app://connect?server_ip=172.31.255.1&server_port=80", "connected http://172.31.255.1:80"),
+        ("dev-see-com.example.app://connect?server_ip=127.0.0.1&server_port=80", "connected http://127.0.0.1:80"),
+        ("dev-see-com.example.app://connect?server_ip=localhost&server_port=80", "connected http://localhost:80"),
+        ("DEV-SEE-com.example.app://connect?server_ip=192.168.1.23&server_port=1", "failed the scheme must be exactly"),
+        ("dev-see-COM.example.app://connect?server_ip=192.168.1.23&server_port=1", "failed the scheme must be exactly"),
+        ("dev-see-com.example.app://connect?server_ip=qa-mac.local&server_port=1", "failed is not allowed"),
+        ("dev-see-com.example.app://connect?server_ip=203.0.113.7&server_port=443", "failed is not allowed"),
+        ("dev-see-com.example.app://connect?server_ip=172.32.0.1&server_port=80", "failed is not allowed"),
+        ("dev-see-com.example.app://connect?server_ip=8.8.8.8&server_port=80", "failed is not allowed"),
         ("dev-see-com.other.app://connect?server_ip=10.0.0.1&server_port=80", "ignored"),
         ("https://example.com/connect?server_ip=10.0.0.1&server_port=80", "ignored"),
         ("dev-see-com.example.app://disconnect?server_ip=10.0.0.1&server_port=80", "ignored"),
@@ -140,12 +149,76 @@ struct PipelineUnitTests {
         ("dev-see-com.example.app://connect?server_ip=bad_host!&server_port=80", "failed server_ip"),
     ])
     func connectURL(_ text: String, _ expected: String) throws {
-        let result = ConnectURL.parse(try #require(URL(string: text)), appID: "com.example.app")
+        check(ConnectURL.parse(try #require(URL(string: text)), appID: "com.example.app", allowedHosts: nil), expected)
+    }
+
+    @Test("connect URLs: upload.connectURLHosts replaces the default hosts; empty refuses all")
+    func connectURLHosts() throws {
+        let named = try #require(URL(string: "dev-see-com.example.app://connect?server_ip=QA-Mac.local&server_port=9090"))
+        check(ConnectURL.parse(named, appID: "com.example.app", allowedHosts: ["qa-mac.local"]), "connected http://QA-Mac.local:9090")
+        let lan = try #require(URL(string: "dev-see-com.example.app://connect?server_ip=192.168.1.23&server_port=9090"))
+        check(ConnectURL.parse(lan, appID: "com.example.app", allowedHosts: ["qa-mac.local"]), "failed only qa-mac.local")
+        check(ConnectURL.parse(lan, appID: "com.example.app", allowedHosts: []), "failed is not allowed")
+    }
+
+    private func check(_ result: CrashReporter.ConnectionResult, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
         switch result {
-        case .connected(let endpoint): #expect("connected \(endpoint)" == expected)
-        case .ignored: #expect(expected == "ignored")
-        case .failed(let reason): #expect(expected.hasPrefix("failed") && reason.contains(expected.dropFirst("failed ".count)), "\(reason)")
+        case .connected(let endpoint): #expect("connected \(endpoint)" == expected, sourceLocation: sourceLocation)
+        case .ignored: #expect(expected == "ignored", sourceLocation: sourceLocation)
+        case .failed(let reason):
+            #expect(expected.hasPrefix("failed") && reason.contains(expected.dropFirst("failed ".count)), "\(reason)", sourceLocation: sourceLocation)
         }
+    }
+
+    @Test("upload endpoints: https anywhere, http only to loopback unless allowed", arguments: [
+        ("https://crashes.example.com", false, true),
+        ("https://203.0.113.7:8443", false, true),
+        ("http://127.0.0.1:9090", false, true),
+        ("http://localhost:9090", false, true),
+        ("http://[::1]:9090", false, true),
+        ("http://crashes.example.com", false, false),
+        ("http://192.168.1.23:9090", false, false),
+        ("http://192.168.1.23:9090", true, true),
+        ("ftp://crashes.example.com", true, false),
+        ("HTTPS://crashes.example.com", false, true),
+    ])
+    func endpointPolicy(_ text: String, _ allowsInsecureHTTP: Bool, _ accepted: Bool) throws {
+        let problem = CrashReporter.Upload.endpointProblem(try #require(URL(string: text)), allowsInsecureHTTP: allowsInsecureHTTP)
+        #expect((problem == nil) == accepted, "\(problem ?? "accepted")")
+    }
+
+    @Test("interrupted uploads: only a sent, unanswered request or a crash while preparing counts", arguments: [
+        ("sent", false, false, 1),
+        ("sent", true, true, 1),
+        ("preparing", false, true, 0),        // SIGTERM/SIGKILL while preparing or between tries
+        ("preparing", true, true, 1),         // the marking session left a crash record
+        ("preparing", true, false, 0),        // after recovery, a record named after it may be an abnormal termination
+        ("garbage", true, true, 0),
+    ])
+    func interruptionRule(_ phase: String, _ crashRecord: Bool, _ crashEvidence: Bool, _ expected: Int) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("judge-\(UUID().uuidString.prefix(8))").path
+        let directory = try ReportsDirectory(path: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        mkdir(directory.uploadingFolder, 0o700)
+        let record = directory.uploadingFolder + "/r.crash"
+        #expect(ReportsDirectory.writeSmallFile(record, "{}\n"))
+        #expect(ReportsDirectory.writeSmallFile(record + ".attempt", phase == "garbage" ? "x\n" : "dead-session \(phase)\n"))
+        if crashRecord { #expect(ReportsDirectory.writeSmallFile(directory.pendingFolder + "/dead-session.crash", "{}\n")) }
+        Uploader.judgeAttempt(record, directory: directory, crashEvidence: crashEvidence)
+        #expect(Uploader.interruptions(record) == expected)
+        #expect(access(record + ".attempt", F_OK) != 0)   // judged once
+        Uploader.judgeAttempt(record, directory: directory, crashEvidence: crashEvidence)
+        #expect(Uploader.interruptions(record) == expected)
+    }
+
+    @Test("a 3xx is a configuration error that names the Location, never a verdict on the report")
+    func redirectOutcome() {
+        let outcome = HTTPTransport.outcome(.response(status: 307, headers: ["location": "http://elsewhere.example/x"], body: Data()))
+        guard case .unauthorized(let status, let message) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(status == 307 && message.contains("\"http://elsewhere.example/x\"") && message.contains("not followed"))
     }
 
     @Test("payload kinds: crash, non-fatal, abnormal termination, diagnostics snapshot")
@@ -206,6 +279,42 @@ struct PipelineUnitTests {
         #expect(stripped.thread_info[0].frames[0].build_id == "aa11" && stripped.thread_info[0].frames[0].module_offset == "0x4000")
         #expect(stripped.stack_trace[0] == "#0 Server 0x5000 (Server + 0x4000)")
         #expect(entry(appHasDebugInfo: true, function: "Server.handle()").symbolicated == true)
+    }
+
+    @Test("other threads follow the crashed one in thread_info and in Sentry's threads, with their stacks")
+    func otherThreads() throws {
+        let header = #"{"format":"swift-crash-reporting.crash-record","version":2,"id":"6f1c1e4e-2b0a-4c1e-9a57-6f4f1d2f9c11","app_id":"com.example.app","app_version":"2.0","pid":1,"timestamp_ns":1763683200000000000,"arch":"x86_64"}"#
+        let signal = #"{"type":"signal","signo":11,"name":"SIGSEGV","code":1,"code_name":"SEGV_MAPERR","fault_address":"0x0"}"#
+        let record = try CrashRecord(data: Data((header + "\n" + signal + "\n{\"type\":\"end\"}\n").utf8), source: "test")
+        func frame(_ index: Int, _ function: String) -> CrashReport.Frame {
+            CrashReport.Frame(index: index, address: Address(0x5000 + UInt64(index)), module: "/srv/app/Server", moduleOffset: Address(0x4000),
+                              function: function, symbol: nil, file: nil, line: nil, column: nil, isInlined: false, note: nil)
+        }
+        var report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
+                                 timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
+                                 fatalMessage: nil, crashedThread: .init(id: 1, name: "main", isMain: true, frames: [frame(0, "crash()")]),
+                                 stack: nil, images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+        report.otherThreads = [
+            .init(id: 2, name: "worker", isMain: false, frames: (0..<60).map { frame($0, "work\($0)()") }, state: "answered"),
+            .init(id: 3, name: "masked", isMain: false, frames: [], state: "blocked_signal"),
+        ]
+        var payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
+        let threads = payload.crash_reports[0].thread_info
+        #expect(threads.map(\.id) == [1, 2, 3])
+        #expect(threads.map(\.crashed) == [true, false, false])
+        #expect(threads.map(\.state) == [nil, "answered", "blocked_signal"])
+        #expect(threads[1].frames.count == 50)   // seed 000's frame limit holds per thread
+        #expect(payload.crash_reports[0].stack_trace.count == 1)   // the crashed thread's only
+        PayloadLimits.apply(&payload)
+        let event = SentryEvent.make(from: payload, eventID: "e")
+        let values = try #require((event["threads"] as? [String: Any])?["values"] as? [[String: Any]])
+        #expect(values.map { $0["id"] as? Int } == [1, 2, 3])
+        #expect(values.map { $0["current"] as? Bool } == [true, false, false])
+        #expect(values[0]["stacktrace"] == nil)   // the crashed thread's stack is the exception's
+        let workerFrames = try #require((values[1]["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]])
+        #expect(workerFrames.first?["function"] as? String == "work49()")   // outermost first
+        #expect(values[2]["stacktrace"] == nil)
+        #expect(JSONSerialization.isValidJSONObject(event))
     }
 
     @Test("Sentry: DSN, debug_id from a GNU build-id, rate-limit headers, event shape")

@@ -1,6 +1,7 @@
 // Redaction against seed 000's mandatory table, with the PII corpus as data and RedactionVerifier as
 // the oracle: every secret gone, the verifier silent on redacted text and not on raw text, crash-report
 // text untouched and unflagged; plus the seed's own examples and the configuration API.
+import CrashReportModel
 import Foundation
 import Testing
 @testable import CrashReporting
@@ -53,6 +54,26 @@ struct RedactionTests {
         #expect(RedactionVerifier().findings(in: redacted).isEmpty, "\(redacted)")
         // Redacting twice changes nothing: the outputs are not themselves taken for data.
         #expect(Redactor.seed000.redact(redacted) == redacted)
+    }
+
+    @Test("request and trace ids under their keys are kept (they join a report to server logs); other values there are not")
+    func correlationIDs() {
+        let hummingbirdID = "5b97d1c2a0e34f6e0000000000000007"   // Hummingbird's RequestID: 32 hex digits
+        let object: [String: JSONValue] = [
+            "request_id": .string(hummingbirdID),
+            "hb.request.id": .string(hummingbirdID),
+            "trace_id": .string("4bf92f3577b34da6a3ce929d0e0e4736"),
+            "X-Request-ID": .string("0f8fad5b-d9cb-469f-a165-70867728950e"),
+            "session_token": .string(hummingbirdID),
+            "correlation_id": .string("password=hunter2"),
+        ]
+        let redacted = PayloadRedaction.redactObject(object) { Redactor.seed000.redact($0) }
+        #expect(redacted["request_id"] == .string(hummingbirdID))
+        #expect(redacted["hb.request.id"] == .string(hummingbirdID))
+        #expect(redacted["trace_id"] == .string("4bf92f3577b34da6a3ce929d0e0e4736"))
+        #expect(redacted["X-Request-ID"] == .string("0f8fad5b-d9cb-469f-a165-70867728950e"))
+        #expect(redacted["session_token"] != .string(hummingbirdID), "a token under a token's key still goes")
+        #expect(redacted["correlation_id"].map { "\($0)".contains("hunter2") } == false, "not an id: redacted as usual")
     }
 
     @Test("the verifier flags every raw sample", arguments: positives)

@@ -273,9 +273,46 @@ struct CrashToolTests {
         #expect(text.contains("Signal:    SIGILL (4) ILL_ILLOPN"))
         #expect(text.contains("Reason:    CrashFixture/main.swift:"))
         #expect(text.contains("Unexpectedly found nil while unwrapping an Optional value"))
-        #expect(text.contains("CrashFixture.level5(CrashFixture.Fixture) -> ()  (/"))
+        #expect(text.contains("level5(_:)  (/"))   // the short name; the full one is in --format json
+        #expect(text.contains("Issue:     forceUnwrap(_:) — Unexpectedly found nil while unwrapping an Optional value"))
         #expect(text.contains("Crashed thread"))
         #expect(text.contains("Images:"))
+    }
+
+    @Test("other threads follow the crashed one, each with its name and its own function", arguments: BuildConfiguration.allCases)
+    func otherThreadsInText(_ configuration: BuildConfiguration) throws {
+        let (record, run) = try crashRecord("named-threads-then-crash", configuration)
+        let report = Symbolicator(locator: DebugFileLocator(options: .init(useSystemDebugDirectory: false, useDebuginfod: false)))
+            .symbolicate(record)
+        #expect(report.otherThreads.count == record.otherThreads.count)
+        for (name, function) in [("fixture-alpha", "waitInAlpha"), ("fixture-delta", "waitInDelta")] {
+            let thread = try #require(report.otherThreads.first { $0.name == name })
+            #expect(thread.state == "answered")
+            #expect(thread.frames.contains { ($0.function ?? "").contains("CrashFixture.\(function)()") }, "\(name): \(thread.frames.map { $0.function ?? "?" })")
+        }
+        let (status, text, _) = try crashtool(["symbolicate", run.pendingRecords[0].path])
+        #expect(status == 0)
+        let crashed = try #require(text.range(of: "Crashed thread"))
+        let alpha = try #require(text.range(of: #""fixture-alpha": "#))
+        let images = try #require(text.range(of: "Images:"))
+        #expect(crashed.lowerBound < alpha.lowerBound && alpha.lowerBound < images.lowerBound)
+        #expect(text.contains("CrashFixture      waitInAlpha()  ("), "the short Swift name, in the text")
+        #expect(text.contains(#""fixture-masked": blocks the signal that asks threads to unwind"#))
+        let json = try crashtool(["symbolicate", "--format", "json", run.pendingRecords[0].path]).1
+        #expect(try decodeReport(json).otherThreads.count == record.otherThreads.count)
+    }
+
+    @Test("a record whose module table is the one from start says so")
+    func moduleTableFromStart() throws {
+        let (_, run) = try crashRecord("null-pointer-write", .debug)
+        let original = try String(contentsOf: run.pendingRecords[0], encoding: .utf8)
+        #expect(original.contains(#"{"type":"modules","source":"link_map""#))
+        #expect(!(try crashtool(["symbolicate", run.pendingRecords[0].path]).1.contains("module table is the one made at start")))
+        let file = temporaryFolder("install-table").appendingPathExtension("crash")
+        try Data(original.replacingOccurrences(of: #""source":"link_map""#, with: #""source":"install""#).utf8).write(to: file)
+        let (status, text, _) = try crashtool(["symbolicate", file.path])
+        #expect(status == 0)
+        #expect(text.contains("Note:      the module table is the one made at start"))
     }
 
     @Test("a record cut short symbolicates what it has and says it is partial")

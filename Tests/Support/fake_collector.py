@@ -20,6 +20,7 @@ cleanly on SIGTERM, or when its parent process dies. Standard library only, plus
                                 against seed 004's shape (Linux names) -> elk, elk_errors
   POST /control/script          {"responses": [...]} queued answers for the next uploads:
                                 {"status": 500|503|400|401|403|413|201, "message"?, "retry_after"?}
+                                {"status": 307|308, "location": URL}   a redirect, nothing stored
                                 {"delay_seconds": 5, "then": {...}}   {"store_then_hang": true}
                                 {"close": true}          (201 or an empty queue: normal processing)
                                 Each upload takes the next entry before any check; a status other
@@ -58,7 +59,7 @@ import jsonschema
 DIAGNOSTICS = "/api/v1/qa/diagnostics"
 MAX_BODY = 5 * 1024 * 1024
 MAX_CUSTOM_DATA = 100 * 1024
-SCRIPTED_STATUSES = {201, 400, 401, 403, 413, 500, 503}
+SCRIPTED_STATUSES = {201, 307, 308, 400, 401, 403, 413, 500, 503}
 ERRORS = {
     401: {"error": "unauthorized", "message": "Missing or invalid bearer token"},
     403: {"error": "forbidden", "message": "Token not allowed to upload diagnostics"},
@@ -83,6 +84,8 @@ def check_script_entry(entry):
             check_script_entry(entry["then"])
     elif entry.get("store_then_hang") is True or entry.get("close") is True:
         pass
+    elif entry.get("status") in (307, 308) and not isinstance(entry.get("location"), str):
+        raise ValueError(f"a redirect needs a location: {entry!r}")
     elif entry.get("status") not in SCRIPTED_STATUSES:
         raise ValueError(f"unknown script entry (status must be one of {sorted(SCRIPTED_STATUSES)}): {entry!r}")
 
@@ -282,8 +285,12 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(sessions, list) or not 1 <= len(sessions) <= 1000:
                 raise ValueError("sessions must be an array of 1 to 1000 entries")
             for entry in sessions:
+                # As the collector (Collector/…/SessionBeacons.swift): app_version and build_number
+                # may be empty (an app that sets no build number), the others may not.
                 for key in ("session_id", "started_at", "bundle_id", "app_version", "build_number"):
-                    if not isinstance(entry.get(key), str) or not entry[key]:
+                    if not isinstance(entry.get(key), str):
+                        raise ValueError(f"{key} must be a string: {entry}")
+                    if key not in ("app_version", "build_number") and not entry[key]:
                         raise ValueError(f"{key} must be a non-empty string: {entry}")
                 datetime.datetime.fromisoformat(entry["started_at"].replace("Z", "+00:00"))
                 for key in ("user_id", "device_identifier"):
@@ -339,6 +346,8 @@ class Handler(BaseHTTPRequestHandler):
         if status == 400:
             message = entry.get("message", "Scripted validation failure")
             return 400, {"error": "validation_failed", "message": message, "details": [message]}, ()
+        if status in (307, 308):
+            return status, {"error": "moved", "location": entry["location"]}, [("Location", entry["location"])]
         headers = [("Retry-After", str(entry["retry_after"]))] if "retry_after" in entry else []
         return status, dict(ERRORS[status], **({"message": entry["message"]} if "message" in entry else {})), headers
 

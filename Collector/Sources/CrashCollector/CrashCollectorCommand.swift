@@ -2,6 +2,7 @@
 // COLLECTOR_* environment variables, then defaults; it prints the URL it listens on.
 import ArgumentParser
 import Collector
+import CrashReportModel
 import Foundation
 import Hummingbird
 import Logging
@@ -18,7 +19,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """,
-        subcommands: [Resymbolicate.self])
+        subcommands: [Resymbolicate.self, Regroup.self])
 
     @Option(help: "Address to listen on; 0.0.0.0 for phones and other machines on the LAN (default 127.0.0.1).")
     var host: String?
@@ -151,6 +152,9 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         let store = try await Self.openStore(database, logger: logger)
+        // Not run here: on a large database (or one shared by several collectors) it is an
+        // operator's decision when to re-sign every report.
+        if let notice = try await Regrouping.staleRuleNotice(store) { logger.warning("\(notice)") }
         var configuration = CollectorConfiguration(
             ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention,
             acceptAnonymousLogs: anonymous, uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
@@ -297,5 +301,33 @@ struct Resymbolicate: AsyncParsableCommand {
         if !result.missing.isEmpty {
             print("  no debug file for: \(result.missing.sorted().joined(separator: ", "))")
         }
+    }
+}
+
+/// `crash-collector regroup`: re-signs every stored report with the current grouping rule
+/// (CrashGrouping.ruleVersion) and moves it to the issue of its new signature, then exits. Safe
+/// beside a running collector on the same database.
+struct Regroup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-sign every stored report with the current grouping rule and move it to its issue.")
+
+    /// --database is the collector's own (given before or after the subcommand's name).
+    @ParentCommand var collector: CrashCollectorCommand
+
+    func run() async throws {
+        let database = collector.database ?? ProcessInfo.processInfo.environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
+        var logger = Logger(label: "crash-collector")
+        logger.logLevel = .warning
+        let store = try await CrashCollectorCommand.openStore(database, logger: logger)
+        let result: Regrouping.Result
+        do {
+            result = try await Regrouping.regroup(store)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        print("regroup: \(result.examined) reports signed by grouping rule \(CrashGrouping.ruleVersion), "
+              + "\(result.moved) moved to another issue, \(result.unreadable) unreadable")
     }
 }

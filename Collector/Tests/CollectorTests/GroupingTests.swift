@@ -31,8 +31,9 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
             frame(6, "MyServer", "MyServer.start()"),
         ])
         let key = try #require(Grouping.issueKey(for: report))
-        #expect(key.signature == "crash|MyServer.Handler.parse(_:) < closure in MyServer.Handler.run() < MyServer.main()")
-        #expect(key.title == "MyServer.Handler.parse(_:)")
+        #expect(key.signature == "crash|SIGILL|Handler.parse(_:) < closure in Handler.run() < main()")
+        #expect(key.title == "Handler.parse(_:) — SIGILL")
+        #expect(key.ruleVersion == CrashGrouping.ruleVersion)
         #expect(key.subtitle == "SIGILL: Fatal error")
     }
 
@@ -40,10 +41,9 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         let one = crash([frame(0, "App", "generic specialization <Swift.Int> of App.Box<Swift.Int>.get() + 12", line: 3)])
         let two = crash([frame(0, "App", "App.Box<Swift.String>.get() + 99", line: 40)])
         #expect(Grouping.issueKey(for: one)?.signature == Grouping.issueKey(for: two)?.signature)
-        #expect(Grouping.normalisedFunction("closure #12 in App.run() at 0xdeadbeef") == "closure in App.run()")
-        #expect(Grouping.normalisedFunction("static Swift.Int.< infix(Swift.Int, Swift.Int) -> Swift.Bool")
-                == "static Swift.Int.< infix(Swift.Int, Swift.Int) -> Swift.Bool")
-        #expect(Grouping.normalisedFunction("0x1234") == nil)
+        #expect(Grouping.groupingName("closure #12 in App.run() at 0xdeadbeef") == "closure in run()")
+        #expect(Grouping.groupingName("static Swift.Int.< infix(Swift.Int, Swift.Int) -> Swift.Bool") == "static Int.< infix(_:_:)")
+        #expect(Grouping.groupingName("0x1234") == nil)
     }
 
     @Test func systemLibrariesByNameOrPath() {
@@ -61,7 +61,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         let raw = crash([frame(0, "libc.so.6", nil, offset: "0x29d90"), frame(1, "MyServer", nil, offset: "0x1234")], type: "SIGSEGV")
         let key = Grouping.issueKey(for: raw)
         #expect(key?.signature == "crash|SIGSEGV|MyServer + 0x1234")
-        #expect(key?.title == "MyServer + 0x1234")
+        #expect(key?.title == "MyServer + 0x1234 — SIGSEGV")
         // Another run of the same build: other addresses, same offsets, same issue.
         var moved = raw
         moved.thread_info[0].frames[1].address = "0x7fff0000"
@@ -71,7 +71,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
     @Test func kindsGroupApart() {
         let frames = [frame(0, "App", "App.save()")]
         #expect(Grouping.issueKey(for: crash(frames, kind: "non_fatal", type: "DBError 3001"))?.signature
-                == "non_fatal|DBError 3001|App.save()")
+                == "non_fatal|DBError 3001|save()")
         #expect(Grouping.issueKey(for: crash(frames, kind: "diagnostics")) == nil)
         var termination = crash([], kind: "abnormal_termination", type: "abnormal_termination")
         termination.termination = .init(kind: "abnormal")
@@ -84,7 +84,38 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         report.stack_trace = ["0 ParentApp 0x0000000100a1b2c3 ParentApp.FeedView.load() + 120 (FeedView.swift:88)",
                               "1 UIKitCore 0x00000001a2b3c4d5 -[UIView layoutSubviews] + 12",
                               "2 ParentApp 0x0000000100a1b400 ParentApp.App.main() + 20"]
-        #expect(Grouping.issueKey(for: report)?.signature == "crash|ParentApp.FeedView.load() < ParentApp.App.main()")
+        #expect(Grouping.issueKey(for: report)?.signature == "crash|SIGILL|FeedView.load() < App.main()")
+    }
+}
+
+@Suite struct RegroupTests {
+    /// A report stored under rule 1 (the signature of that rule, the issue marked rule 1, as a
+    /// database from before rule numbers reads) is re-signed and moved by `regroup`; the collector's
+    /// start notices the old rule until then.
+    @Test func regroupResignsReportsStoredUnderAnOlderRule() async throws {
+        let database = try await TestDatabase.make()
+        let store = try await database.open()
+        let payload = try Fixtures.samplePayload()
+        var record = try Ingest.record(payload, diagnosticsID: "diag_old", idempotencyKey: "old", answer: "{}", receivedAt: Date())
+        let crash = try #require(record.reports.firstIndex { $0.kind == "crash" })
+        let current = try #require(record.reports[crash].issue)
+        record.reports[crash].issue = IssueKey(signature: "crash|main.crash()", title: "main.crash()", subtitle: current.subtitle,
+                                               exceptionType: current.exceptionType, ruleVersion: 1)
+        #expect(try await store.ingest(record) == .stored)
+        #expect(try await store.oldestGroupingRule() == 1)
+        #expect(try await Regrouping.staleRuleNotice(store)?.contains("crash-collector regroup") == true)
+
+        let result = try await Regrouping.regroup(store, batch: 1)   // paging too
+        #expect(result.examined == record.reports.count && result.moved == 1 && result.unreadable == 0, "\(result)")
+        #expect(try await store.oldestGroupingRule() == CrashGrouping.ruleVersion)
+        #expect(try await Regrouping.staleRuleNotice(store) == nil)
+        let issues = try await store.issues(IssueQuery())
+        #expect(!issues.contains { $0.signature == "crash|main.crash()" }, "the rule-1 issue is gone")
+        #expect(issues.contains { $0.signature == current.signature && $0.title == current.title && $0.eventCount == 1 })
+        // Twice changes nothing.
+        #expect(try await Regrouping.regroup(store).moved == 0)
+        await store.close()
+        await database.remove()
     }
 }
 

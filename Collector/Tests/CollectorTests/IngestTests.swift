@@ -148,7 +148,7 @@ import Testing
 
             let issues = try #require(try await collector.read("/api/issues?bundle_id=com.example%00nul").json["issues"] as? [[String: Any]])
             #expect(issues.count == 1)
-            #expect(issues.first?["title"] as? String == "main.cr\u{FFFD}ash()")
+            #expect(issues.first?["title"] as? String == "cr\u{FFFD}ash() — SIG\u{FFFD}SEGV")
             #expect(issues.first?["bundle_id"] as? String == "com.example\u{FFFD}nul")
             let id = try #require(issues.first?["id"] as? Int)
             let detail = try await collector.read("/api/issues/\(id)")

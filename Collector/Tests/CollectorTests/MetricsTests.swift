@@ -22,7 +22,12 @@ func storeEvents(_ store: any Store, function: String, count: Int, at date: Date
 }
 
 func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
-    try #require(try await store.issues(IssueQuery(limit: 100)).first { $0.title == function }).id
+    // Titles are the short name and the reason: "spike() — SIGSEGV" for "main.spike()".
+    try #require(try await store.issues(IssueQuery(limit: 100)).first { $0.title == title(function) }).id
+}
+
+func title(_ function: String) -> String {
+    (CrashGrouping.groupingName(function) ?? function) + " — SIGSEGV"
 }
 
 @Suite struct MetricsTests {
@@ -79,10 +84,10 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
             try await Self.scenario(store)
             let metrics = IssueMetrics(store: store, rule: AlertRule())
             let day = try await metrics.top(window: 86_400, now: Self.now, limit: 10)
-            #expect(day.map(\.issue.title) == ["main.a()", "main.d()", "main.e()", "main.c()", "main.b()"])
+            #expect(day.map(\.issue.title) == [title("main.a()"), title("main.d()"), title("main.e()"), title("main.c()"), title("main.b()")])
             #expect(day.map(\.events) == [12, 6, 5, 3, 2])
             let week = try await metrics.top(window: 7 * 86_400, now: Self.now, limit: 3)
-            #expect(week.map(\.issue.title) == ["main.d()", "main.e()", "main.b()"])
+            #expect(week.map(\.issue.title) == [title("main.d()"), title("main.e()"), title("main.b()")])
             #expect(week.map(\.events) == [342, 341, 22])
             #expect(try await metrics.top(window: 86_400, now: Self.now, limit: 10, kind: "crash").count == 5)
             #expect(try await metrics.top(window: 86_400, now: Self.now, limit: 10, kind: "non_fatal").isEmpty)
@@ -122,14 +127,14 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
             try await Self.scenario(store)
             let alerts = try await IssueMetrics(store: store, rule: AlertRule(factor: 3, minimum: 4)).alerts(now: Self.now)
             // A: 12 against 7/168 an hour. D: 6 against 2 an hour, exactly 3×. E: 5 < 6. C: 3 < 4. B: none now.
-            #expect(alerts.map(\.issue.title) == ["main.a()", "main.d()"])
+            #expect(alerts.map(\.issue.title) == [title("main.a()"), title("main.d()")])
             #expect(alerts.map(\.lastHour) == [12, 6])
             #expect(alerts.first?.baselinePerHour == 7.0 / 168)
             #expect(alerts.last?.baselinePerHour == 2)
             // The default rule's minimum of 10 leaves only A; a factor of 4 leaves D out too.
-            #expect(try await IssueMetrics(store: store, rule: AlertRule()).alerts(now: Self.now).map(\.issue.title) == ["main.a()"])
+            #expect(try await IssueMetrics(store: store, rule: AlertRule()).alerts(now: Self.now).map(\.issue.title) == [title("main.a()")])
             #expect(try await IssueMetrics(store: store, rule: AlertRule(factor: 4, minimum: 4)).alerts(now: Self.now)
-                .map(\.issue.title) == ["main.a()"])
+                .map(\.issue.title) == [title("main.a()")])
             // Two hours later the spike is the baseline's: no alert.
             #expect(try await IssueMetrics(store: store, rule: AlertRule(factor: 3, minimum: 4)).alerts(now: Self.now + 7200).isEmpty)
         }
@@ -150,7 +155,7 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
             let day = try #require(top.json["last_24h"] as? [[String: Any]])
             let week = try #require(top.json["last_7d"] as? [[String: Any]])
             #expect(day.first?["events"] as? Int == 12)
-            #expect((day.first?["issue"] as? [String: Any])?["title"] as? String == "main.spike()")
+            #expect((day.first?["issue"] as? [String: Any])?["title"] as? String == title("main.spike()"))
             #expect(day.count == 2)   // the spike, the crash of s-1
             #expect(week.map { $0["events"] as? Int } == [12, 4, 1])
             let trend = try #require((day.first?["issue"] as? [String: Any])?["trend"] as? [[String: Any]])
@@ -182,7 +187,7 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
                              "<title id=\"crash-free-sessions-title\">Crash-free sessions per day", "<desc id=\"crash-free-users-desc\">",
                              "target &gt; 99.90%", "target &gt; 99.50%", "id=\"crash-free-table\"", "2.1.0 (com.example.crashdemo)",
                              "<section id=\"top-crashes\">", "By events, last 24 hours", "id=\"velocity-alerts\"",
-                             "<a href=\"/issues/\(spike)\">main.spike()</a>", "badge spike", "<svg class=\"spark\"",
+                             "<a href=\"/issues/\(spike)\">\(h(title("main.spike()")))</a>", "badge spike", "<svg class=\"spark\"",
                              "data-day=\"\(utcDay(now))\" data-events=\"12\""] {
                 #expect(home.text.contains(expected), "the issues page lacks \(expected)")
             }
@@ -259,7 +264,7 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
                 #expect(body["type"] as? String == "velocity_alert")
                 #expect(body["last_hour"] as? Int == 3)
                 #expect(body["issue_path"] as? String == "/issues/\(spike)")
-                #expect((body["issue"] as? [String: Any])?["title"] as? String == "main.spike()")
+                #expect((body["issue"] as? [String: Any])?["title"] as? String == title("main.spike()"))
                 #expect((body["rule"] as? [String: Any])?["minimum"] as? Int == 3)
 
                 // Another issue's spike is its own alert.
@@ -267,7 +272,7 @@ func issueID(_ store: any Store, _ function: String) async throws -> Int64 {
                 try await listener.waitFor(requests: 3)
                 #expect(listener.requests.withLock { $0 } == 3)
                 let last = try #require(try JSONSerialization.jsonObject(with: listener.bodies.withLock { $0 }.last!) as? [String: Any])
-                #expect((last["issue"] as? [String: Any])?["title"] as? String == "main.quiet()")
+                #expect((last["issue"] as? [String: Any])?["title"] as? String == title("main.quiet()"))
                 #expect(last["last_hour"] as? Int == 4)
             }
         }

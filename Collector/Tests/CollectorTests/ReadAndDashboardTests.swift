@@ -39,7 +39,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(issue["event_count"] as? Int == 3)
             #expect(issue["user_count"] as? Int == 2)
             #expect(issue["versions"] as? [String] == ["2.1.0", "2.2.0"])
-            #expect(issue["title"] as? String == "main.crash()")
+            #expect(issue["title"] as? String == "crash() — SIGSEGV")
             #expect(issue["subtitle"] as? String == "SIGSEGV: invalid memory access at 0x0")
             #expect(issue["first_seen"] as? String == "2026-02-17T09:00:00.000Z")
             #expect(issue["bundle_id"] as? String == "com.example.crashdemo")
@@ -71,6 +71,9 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(frames[0]["function"] as? String == "main.crash()")
             #expect(frames[0]["line"] as? Int == 12)
             #expect(frames[0]["in_app"] as? Bool == true)
+            #expect(frames[0]["display_function"] as? String == "crash()")
+            #expect(frames[0]["origin"] as? String == "app")
+            #expect(frames[2]["origin"] as? String == "system")
             #expect(frames[2]["module"] as? String == "libc.so.6")
             #expect(frames[2]["in_app"] as? Bool == false)
             #expect((event["logs"] as? [Any])?.count == 2)
@@ -146,6 +149,60 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
 }
 
 @Suite struct DashboardTests {
+    @Test func requestsInFlightAreStoredServedAndShown() async throws {
+        try await TestCollector.with { collector in
+            var object = try #require(try JSONSerialization.jsonObject(with: Fixtures.samplePayloadData()) as? [String: Any])
+            var reports = try #require(object["crash_reports"] as? [[String: Any]])
+            let index = try #require(reports.firstIndex { ($0["kind"] as? String ?? "crash") == "crash" })
+            reports[index]["requests_in_flight"] = [
+                ["method": "GET", "route": "/slow", "request_id": "5b97d1c2a0e34f6e0000000000000001", "thread_id": 7, "age_ms": 1500, "crashed_thread": false],
+                ["method": "GET", "route": "/users/{id}", "request_id": "5b97d1c2a0e34f6e0000000000000002", "thread_id": 9, "age_ms": 3, "crashed_thread": true],
+            ]
+            object["crash_reports"] = reports
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 201)
+            let issues = try await collector.store.issues(.init(kind: "crash"))
+            let id = try #require(issues.first).id
+            let event = try #require(try await collector.read("/api/issues/\(id)").json["latest_event"] as? [String: Any])
+            let requests = try #require(event["requests_in_flight"] as? [[String: Any]])
+            #expect(requests.compactMap { $0["route"] as? String } == ["/slow", "/users/{id}"])
+            let page = try await collector.read("/issues/\(id)")
+            #expect(page.text.contains("Requests in flight (2)"))
+            // The one that started on the crashing thread is listed first.
+            let users = try #require(page.text.range(of: h("/users/{id}")))
+            let slow = try #require(page.text.range(of: "<code>/slow</code>"))
+            #expect(users.lowerBound < slow.lowerBound)
+            #expect(page.text.contains("the crashing thread"))
+
+            object["crash_reports"] = [reports[index].merging(["requests_in_flight": [["method": "GET"]]]) { $1 }]
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 400, "a request without a route")
+        }
+    }
+
+    @Test func oomKillIsItsOwnIssueWithTheMemoryBeforeTheEnd() async throws {
+        try await TestCollector.with { collector in
+            var object = try #require(try JSONSerialization.jsonObject(with: Fixtures.samplePayloadData()) as? [String: Any])
+            var reports = try #require(object["crash_reports"] as? [[String: Any]])
+            let index = try #require(reports.firstIndex { $0["kind"] as? String == "abnormal_termination" })
+            reports[index]["termination"] = [
+                "kind": "oom_kill",
+                "memory": ["cgroup": "/sys/fs/cgroup/system.slice/api.service", "limit_bytes": 67_108_864, "samples": [
+                    ["timestamp": "2026-11-23T20:00:00.000Z", "rss_bytes": 31_457_280, "cgroup_bytes": 20_971_520],
+                    ["timestamp": "2026-11-23T20:00:05.000Z", "rss_bytes": 73_400_320, "cgroup_bytes": 66_060_288],
+                ]],
+            ]
+            object["crash_reports"] = [reports[index]]
+            #expect(try await collector.upload(try JSONSerialization.data(withJSONObject: object)).status == 201)
+            let issues = try await collector.store.issues(.init(kind: "abnormal_termination"))
+            let issue = try #require(issues.first)
+            #expect(issue.title.contains("oom_kill"), "\(issue.title)")
+            let page = try await collector.read("/issues/\(issue.id)")
+            #expect(page.text.contains("oom_kill (the kernel&#39;s OOM killer)") || page.text.contains("oom_kill (the kernel's OOM killer)"))
+            #expect(page.text.contains("64.0 MiB"))
+            #expect(page.text.contains("RSS 30.0 MiB → 70.0 MiB"))
+            #expect(page.text.contains("cgroup 20.0 MiB → 63.0 MiB"))
+        }
+    }
+
     @Test func pagesRenderWithTheIssue() async throws {
         try await TestCollector.with { collector in
             #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)
@@ -156,7 +213,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             let home = try await collector.read("/")
             #expect(home.status == 200)
             #expect(home.header("Content-Type")?.hasPrefix("text/html") == true)
-            #expect(home.text.contains("main.crash()"))
+            #expect(home.text.contains("crash() — SIGSEGV"))
             #expect(home.text.contains("SIGSEGV: invalid memory access at 0x0"))
             #expect(home.text.contains("Connect App"))
             #expect(home.text.contains("Crash-free"))
@@ -164,7 +221,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             let issues = try await collector.store.issues(.init(kind: "crash"))
             let page = try await collector.read("/issues/\(try #require(issues.first).id)")
             #expect(page.status == 200)
-            for expected in ["main.crash()", "/src/Examples/CrashDemo/main.swift:12", "libc.so.6", "Failed to fetch feed: HTTP 500",
+            for expected in ["crash() — SIGSEGV", "/src/Examples/CrashDemo/main.swift:12", "libc.so.6", "Failed to fetch feed: HTTP 500",
                              "https://api.example.com/v1/feed/[ID]?date=[REDACTED]", "plan", "QEMU Standard PC", "CrashDemo",
                              "user-1234", "Breadcrumbs"] {
                 #expect(page.text.contains(h(expected)), "issue page lacks \(expected)")

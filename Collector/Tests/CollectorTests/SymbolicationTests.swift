@@ -133,7 +133,7 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
             let issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
             #expect(issues.count == 1, "\(issues)")
             let issue = try #require(issues.first)
-            #expect(issue["title"] as? String == "ledger_total")
+            #expect(issue["title"] as? String == "ledger_total — SIGSEGV")
             #expect(issue["event_count"] as? Int == 2)
 
             let detail = try await collector.read("/api/issues/\(issue["id"] as! Int)").json
@@ -196,7 +196,7 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
             #expect(answer.status == 201, "\(answer.text)")
             let issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
             // Grouped as before symbolication existed: by module and offset.
-            #expect(issues.first?["title"] as? String == "ledger + 0x" + String(ledger.functions["ledger_total"]! + 8, radix: 16))
+            #expect(issues.first?["title"] as? String == "ledger + 0x" + String(ledger.functions["ledger_total"]! + 8, radix: 16) + " — SIGSEGV")
             let detail = try await collector.read("/api/issues/\(issues.first?["id"] as? Int ?? 0)").json
             let event = try #require(detail["latest_event"] as? [String: Any])
             #expect(event["symbolicated"] as? Bool == false)
@@ -220,7 +220,7 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
 
             let after = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
             #expect(after.count == 1, "\(after)")
-            #expect(after.first?["title"] as? String == "ledger_total")
+            #expect(after.first?["title"] as? String == "ledger_total — SIGSEGV")
             #expect(after.first?["event_count"] as? Int == 2)
             #expect(Set(before.compactMap { $0["id"] as? Int }).isDisjoint(with: after.compactMap { $0["id"] as? Int }),
                     "the raw issues are gone")

@@ -29,7 +29,13 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound);
+/// The install-time module table (dl_iterate_phdr at start).
 void ccr_record_write_modules(ccr_writer *w);
+/// One line per request in flight (Shared/ccr_requests.h), then a summary line when there were
+/// any, or when some were dropped for want of a slot. Async-signal-safe.
+void ccr_record_write_requests(ccr_writer *w, int crashing_tid, uint64_t now_ns);
+/// Any module table: one `module` line per entry.
+void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int count);
 /// Writes the end line, fdatasyncs, renames new/ → pending/, then appends the timing line.
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);

@@ -19,6 +19,8 @@
 
 #include "ccr_crashtime.h"
 #include "ccr_session.h"
+#include "ccr_modules_live.h"
+#include "ccr_threads.h"
 
 enum {
     STAGE_HEADER = 1,    // fixed facts and modules
@@ -315,7 +317,8 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer *w = &handler_writer;
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
-    ccr_record_write_modules(w);
+    ccr_record_write_modules_at_crash(w);   // the loader's list now, else the table from start
+    ccr_record_write_requests(w, tid, started);
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
     c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();
@@ -340,6 +343,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         ccr_record_write_frames(w, frames, kept);
         ccr_record_write_stack(w, "libunwind", kept, depth, lower_bound);
     }
+    ccr_threads_write(w, tid, started);   // every other thread, after the crashing one
 
 
     atomic_store(&ccr_global.stage, STAGE_FINISH);

@@ -2,10 +2,12 @@
 // makes a record durable: end line, fdatasync, rename new/ → pending/.
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ccr_crashtime.h"
+#include "ccr_requests.h"
 
 uint64_t ccr_now_ns(int clock_id) {
     struct timespec ts;
@@ -40,9 +42,9 @@ void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int d
     ccr_writer_text(w, "}\n");
 }
 
-void ccr_record_write_modules(ccr_writer *w) {
-    for (int i = 0; i < ccr_global.module_count; i++) {
-        const ccr_module *m = &ccr_global.modules[i];
+void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int count) {
+    for (int i = 0; i < count; i++) {
+        const ccr_module *m = &table[i];
         ccr_writer_text(w, "{\"type\":\"module\"");
         ccr_writer_key(w, "path", 0);
         ccr_writer_json_string(w, m->path, sizeof m->path);
@@ -56,6 +58,10 @@ void ccr_record_write_modules(ccr_writer *w) {
         ccr_writer_hex_bytes(w, m->build_id, m->build_id_length);
         ccr_writer_text(w, "}\n");
     }
+}
+
+void ccr_record_write_modules(ccr_writer *w) {
+    ccr_record_write_module_table(w, ccr_global.modules, ccr_global.module_count);
 }
 
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
@@ -81,4 +87,50 @@ void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
     ccr_writer_uint(w, durable_ns);
     ccr_writer_text(w, "}\n");
     ccr_writer_flush(w);
+}
+
+void ccr_record_write_requests(ccr_writer *w, int crashing_tid, uint64_t now_ns) {
+    ccr_request_slot copy;
+    int written = 0;
+    for (int i = 0; i < CCR_REQUEST_SLOTS; i++) {
+        ccr_request_slot *slot = &ccr_requests.slots[i];
+        uint32_t generation = atomic_load_explicit(&slot->generation, memory_order_acquire);
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != CCR_REQUEST_LIVE) continue;
+        memcpy(&copy, slot, sizeof copy);
+        atomic_thread_fence(memory_order_acquire);
+        // Ended or taken over while copied: the copy may mix two requests. Leave it out.
+        if (atomic_load_explicit(&slot->state, memory_order_relaxed) != CCR_REQUEST_LIVE ||
+            atomic_load_explicit(&slot->generation, memory_order_relaxed) != generation) {
+            continue;
+        }
+        ccr_writer_text(w, "{\"type\":\"request\"");
+        ccr_writer_key(w, "method", 0);
+        ccr_writer_json_string(w, copy.method, copy.method_length < sizeof copy.method ? copy.method_length : sizeof copy.method);
+        ccr_writer_key(w, "route", 0);
+        ccr_writer_json_string(w, copy.route, copy.route_length < sizeof copy.route ? copy.route_length : sizeof copy.route);
+        if (copy.request_id_length) {
+            ccr_writer_key(w, "request_id", 0);
+            ccr_writer_json_string(w, copy.request_id, copy.request_id_length < sizeof copy.request_id ? copy.request_id_length : sizeof copy.request_id);
+        }
+        if (copy.trace_id_length) {
+            ccr_writer_key(w, "trace_id", 0);
+            ccr_writer_json_string(w, copy.trace_id, copy.trace_id_length < sizeof copy.trace_id ? copy.trace_id_length : sizeof copy.trace_id);
+        }
+        ccr_writer_key(w, "tid", 0);
+        ccr_writer_int(w, copy.tid);
+        ccr_writer_key(w, "age_ms", 0);
+        ccr_writer_uint(w, now_ns > copy.started_ns ? (now_ns - copy.started_ns) / 1000000ull : 0);
+        ccr_writer_key(w, "crashed_thread", 0);
+        ccr_writer_text(w, copy.tid == crashing_tid ? "true}\n" : "false}\n");
+        written++;
+    }
+    uint64_t dropped = atomic_load_explicit(&ccr_requests.dropped, memory_order_relaxed);
+    if (written > 0 || dropped > 0) {
+        ccr_writer_text(w, "{\"type\":\"requests\"");
+        ccr_writer_key(w, "in_flight", 0);
+        ccr_writer_int(w, written);
+        ccr_writer_key(w, "dropped", 0);
+        ccr_writer_uint(w, dropped);
+        ccr_writer_text(w, "}\n");
+    }
 }

@@ -102,6 +102,7 @@ static void *start_with_altstack(void *opaque) {
     thread_start start = *(thread_start *)opaque;
     free(opaque);
     ccr_ensure_alternate_signal_stack();
+    ccr_threads_unblock_signal();   // so that it can answer at a crash, whatever its creator blocked
     return start.routine(start.argument);
 }
 

@@ -181,6 +181,7 @@ int ccr_install(const ccr_install_options *o, char *error, size_t capacity) {
         close_record_file();
         return 7;
     }
+    ccr_threads_install(o);   // optional: without a free real-time signal, the crashing thread only
     ccr_global.installed = 1;
     static int exit_hook_registered;
     if (!exit_hook_registered) exit_hook_registered = atexit(remove_unused_record_file) == 0;

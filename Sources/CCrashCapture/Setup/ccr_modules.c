@@ -8,6 +8,9 @@
 
 #include "ccr_setup.h"
 #include "ccr_state.h"
+#include "../CrashTime/ccr_modules_live.h"
+
+#include <sys/auxv.h>
 
 static size_t align_up(size_t value, size_t alignment) {
     return (value + alignment - 1) & ~(alignment - 1);
@@ -69,4 +72,12 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
 void ccr_modules_record(void) {
     ccr_global.module_count = 0;
     dl_iterate_phdr(record_module, NULL);
+    // For the crash-time walk of the loader's list (CrashTime/ccr_modules_live.c): where the list
+    // is, and what the loader does not say about the main program (its headers and path).
+    ccr_modules_live.r_debug = (uintptr_t)&_r_debug;
+    if (ccr_global.test_misbehaviour == 3) ccr_modules_live.r_debug = 16;   // test: the walk fails
+    ccr_modules_live.executable_phdr = (uintptr_t)getauxval(AT_PHDR);
+    ccr_modules_live.executable_phnum = (int)getauxval(AT_PHNUM);
+    ssize_t n = readlink("/proc/self/exe", ccr_modules_live.executable_path, sizeof ccr_modules_live.executable_path - 1);
+    ccr_modules_live.executable_path[n > 0 ? n : 0] = '\0';
 }

@@ -18,4 +18,13 @@ void ccr_modules_record(void);
 int ccr_altstacks_enable(char *error, size_t capacity);
 void ccr_altstacks_disable(void);
 
+/// Chooses the real-time signal for the all-threads capture and installs its handler, with the
+/// limits from `options`. Leaves it off (ccr_threads.enabled = 0) if no real-time signal is free.
+/// Not async-signal-safe: sigaction at install.
+struct ccr_install_options;
+void ccr_threads_install(const struct ccr_install_options *options);
+/// Unblocks the all-threads signal in the calling thread (install does it for its caller; the
+/// pthread_create wrapper for every new thread). Async-signal-safe: pthread_sigmask.
+void ccr_threads_unblock_signal(void);
+
 #endif

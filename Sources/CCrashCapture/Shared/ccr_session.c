@@ -131,6 +131,8 @@ void ccr_session_end(void) {
         char custom[sizeof session_path + 16];
         snprintf(custom, sizeof custom, "%s.custom.json", session_path);
         unlink(custom);
+        snprintf(custom, sizeof custom, "%s.memory", session_path);   // the memory sampler's sidecar
+        unlink(custom);
     }
 }
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <ucontext.h>
 
-#define CCR_RECORD_VERSION 1
+#define CCR_RECORD_VERSION 2
 #define CCR_MAX_FRAMES 50
 /// Frames counted (not kept) past CCR_MAX_FRAMES to report a stack's true depth; bounded so a
 /// runaway recursion cannot keep the handler busy.

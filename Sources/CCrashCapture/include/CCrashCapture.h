@@ -24,8 +24,19 @@ typedef struct ccr_install_options {
     /// Upper bound on the time spent in the handler before the watchdog takes over (milliseconds).
     int watchdog_timeout_ms;
     /// Test knobs, read once here and never at crash time: 1 = fault inside the handler after the
-    /// header is written; 2 = hang inside the handler before unwinding (the watchdog must finish).
+    /// header is written; 2 = hang inside the handler before unwinding (the watchdog must finish);
+    /// 3 = the crash-time walk of the loader's list fails (the install-time table is written);
+    /// 4 = asked threads store their frame-pointer walk but never finish libunwind's; 5 = asked
+    /// threads never answer.
     int test_misbehaviour;
+    /// Other threads listed at a crash, each asked to unwind itself (Docs/Decisions/0010):
+    /// at most this many (0: 256, the most; negative: the crashing thread only), ...
+    int thread_limit;
+    /// ... with this many frames each (0: 32; at most 64), ...
+    int thread_frames;
+    /// ... waiting at most this long for all answers together (milliseconds; 0: 250). The wait
+    /// never exceeds half of what is left of the watchdog's timeout.
+    int thread_wait_ms;
 } ccr_install_options;
 
 /// Installs the crash handlers and everything they need. Returns 0 on success; otherwise a
@@ -38,6 +49,10 @@ int ccr_is_installed(void);
 
 /// Number of modules in the table recorded at install time. Async-signal-safe.
 int ccr_module_count(void);
+
+/// The real-time signal that asks a thread to unwind itself at a crash; 0 when threads are not
+/// captured (turned off, or no free real-time signal at install). Async-signal-safe.
+int ccr_thread_capture_signal(void);
 
 /// Gives the calling thread an alternate signal stack if it has none (threads created after
 /// install get one automatically). Returns 0 on success. Not async-signal-safe: calls mmap.
@@ -112,6 +127,20 @@ int ccr_session_inspect(const char *path, ccr_session_info *info);
 /// Writes the session's user, custom_key and breadcrumb lines (record format) to `out_fd`.
 /// 0 on success. Not async-signal-safe.
 int ccr_session_export(const char *path, int out_fd);
+
+// MARK: - Requests in flight (servers)
+
+/// Records that the calling thread started serving a request; a crash report lists the requests in
+/// flight with their route, method, request id, trace id, age and starting thread. Returns a token
+/// for `ccr_request_end` (0 when all 128 slots are taken: the request is counted as dropped).
+/// Lock-free, no allocation; async-signal-safe (clock_gettime, gettid, memcpy).
+int ccr_request_begin(const char *_Nullable method, size_t method_length, const char *_Nullable route, size_t route_length,
+                      const char *_Nullable request_id, size_t request_id_length,
+                      const char *_Nullable trace_id, size_t trace_id_length);
+/// Ends what `ccr_request_begin` started (a token of 0 is ignored). Async-signal-safe.
+void ccr_request_end(int token);
+/// Requests begun and not yet ended. Async-signal-safe.
+int ccr_requests_in_flight(void);
 
 #pragma clang assume_nonnull end
 

@@ -146,12 +146,38 @@ struct Dashboard: Sendable {
             body += row("Signal", "\(signal.name) (\(signal.number)), \(signal.code_name) at \(signal.fault_address)")
         }
         if let error = event.error { body += row("Error", "\(error.domain) \(error.code): \(error.message)") }
-        if let termination = event.termination { body += row("Termination", termination.kind) }
+        if let termination = event.termination {
+            body += row("Termination", termination.kind == "oom_kill" ? "oom_kill (the kernel's OOM killer)" : termination.kind)
+            if let memory = termination.memory {
+                if let limit = memory.limit_bytes { body += row("Memory limit", mebibytes(limit) + (memory.cgroup.map { " (\($0))" } ?? "")) }
+                let rss = memory.samples.compactMap(\.rss_bytes), usage = memory.samples.compactMap(\.cgroup_bytes)
+                if let first = memory.samples.first, let last = memory.samples.last {
+                    var growth = "\(memory.samples.count) samples, \(first.timestamp) → \(last.timestamp)"
+                    if let a = rss.first, let b = rss.last { growth += "; RSS \(mebibytes(a)) → \(mebibytes(b))" }
+                    if let a = usage.first, let b = usage.last { growth += "; cgroup \(mebibytes(a)) → \(mebibytes(b))" }
+                    body += row("Memory before the end", growth)
+                }
+            }
+        }
         body += row("Occurred", event.timestamp) + row("Received", event.received_at)
         body += row("Symbolicated", event.symbolicated ? "yes" : "no (module offsets and build-ids kept for the server)")
         if event.is_partial { body += row("Partial", "the record was cut short; what was written is shown") }
         body += row("User", event.user_id ?? "—") + row("Session (test_run_id)", event.test_run_id)
         body += "</dl>"
+
+        if !event.requests_in_flight.isEmpty {
+            // The one that started on the crashing thread first: most likely the one that crashed.
+            let requests = event.requests_in_flight.sorted { $0.crashed_thread && !$1.crashed_thread }
+            body += "<h3>Requests in flight (\(requests.count))</h3><table class=\"requests\">"
+                + "<tr><th>Method</th><th>Route</th><th>Request id</th><th>Trace id</th><th>Age</th><th>Started on</th></tr>"
+            for request in requests {
+                let thread = request.crashed_thread ? "<strong>the crashing thread</strong> (\(request.thread_id))" : "thread \(request.thread_id)"
+                body += "<tr><td>\(h(request.method))</td><td><code>\(h(request.route))</code></td>"
+                    + "<td><code>\(h(request.request_id ?? "—"))</code></td><td><code>\(h(request.trace_id ?? "—"))</code></td>"
+                    + "<td>\(request.age_ms) ms</td><td>\(thread)</td></tr>"
+            }
+            body += "</table>"
+        }
 
         body += "<h3>Stack trace\(event.crashed_thread.map { " — " + h($0) } ?? "")</h3>"
         if event.frames.isEmpty {
@@ -162,10 +188,12 @@ struct Dashboard: Sendable {
                 let location = frame.file.map { file in
                     file + (frame.line.map { ":\($0)" } ?? "") + (frame.column.map { ":\($0)" } ?? "")
                 } ?? ""
-                let function = frame.function.map { (frame.inlined ? "[inlined] " : "") + $0 } ?? "—"
+                // The short name, tagged as Swift's backtracer tags frames; the full name on hover and in the JSON.
+                let tags = (frame.inlined ? "[inlined] " : "") + (frame.async ? "[async] " : "")
+                let function = (frame.display_function ?? frame.function).map { tags + $0 } ?? "—"
                 let place = frame.module_offset.map { "\(frame.address) (+\($0))" } ?? frame.address
                 body += "<tr class=\"\(frame.in_app ? "in-app" : "system")\"><td>\(frame.index)</td><td>\(h(frame.module ?? "?"))</td>"
-                    + "<td>\(h(function))</td><td>\(h(location))</td><td><code>\(h(place))</code></td></tr>"
+                    + "<td title=\"\(h(frame.function ?? ""))\">\(h(function))</td><td>\(h(location))</td><td><code>\(h(place))</code></td></tr>"
             }
             body += "</table>"
         }
@@ -174,7 +202,8 @@ struct Dashboard: Sendable {
             body += "<details><summary>Other threads (\(others.count))</summary>"
             for thread in others {
                 body += "<h4>\(h(thread.name)) (\(thread.id))</h4><pre>"
-                body += thread.frames.map { h("#\($0.index) \($0.module ?? "?") \($0.function ?? $0.address)") }.joined(separator: "\n")
+                body += thread.frames.map { h("#\($0.index) \($0.module ?? "?") \($0.function.map(Grouping.displayName) ?? $0.address)") }
+                    .joined(separator: "\n")
                 body += "</pre>"
             }
             body += "</details>"
@@ -481,4 +510,9 @@ func prettyJSON(_ value: JSONValue) -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
     return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+}
+
+/// "12.3 MiB".
+private func mebibytes(_ bytes: Int) -> String {
+    String(format: "%.1f MiB", Double(bytes) / 1_048_576)
 }

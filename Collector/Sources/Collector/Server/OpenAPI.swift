@@ -227,7 +227,50 @@ enum OpenAPI {
                 "required": ["kind"],
                 "additionalProperties": false,
                 "properties": {
-                  "kind": {"description": "abnormal or crash_without_record.", "type": "string", "minLength": 1}
+                  "kind": {"description": "abnormal, oom_kill or crash_without_record.", "type": "string", "minLength": 1},
+                  "memory": {
+                    "description": "The process's memory before it ended (runtime's memory sampler): its memory cgroup, the cgroup's limit, and the last readings of RSS and the cgroup's usage, oldest first.",
+                    "type": "object",
+                    "required": ["samples"],
+                    "additionalProperties": false,
+                    "properties": {
+                      "cgroup": {"type": ["string", "null"]},
+                      "limit_bytes": {"type": ["integer", "null"], "minimum": 0},
+                      "samples": {
+                        "type": "array",
+                        "maxItems": 60,
+                        "items": {
+                          "type": "object",
+                          "required": ["timestamp"],
+                          "additionalProperties": false,
+                          "properties": {
+                            "timestamp": {"$ref": "#/components/schemas/Timestamp"},
+                            "rss_bytes": {"type": ["integer", "null"], "minimum": 0},
+                            "cgroup_bytes": {"type": ["integer", "null"], "minimum": 0}
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "requests_in_flight": {
+                "description": "Extension: the requests a server was serving at the crash (framework middleware), from fixed slots the signal handler reads.",
+                "type": "array",
+                "maxItems": 128,
+                "items": {
+                  "type": "object",
+                  "required": ["method", "route", "thread_id", "age_ms", "crashed_thread"],
+                  "additionalProperties": false,
+                  "properties": {
+                    "method": {"type": "string", "maxLength": 16},
+                    "route": {"description": "The route pattern, e.g. /users/{id}.", "type": "string", "maxLength": 192},
+                    "request_id": {"type": ["string", "null"], "maxLength": 64},
+                    "trace_id": {"type": ["string", "null"], "maxLength": 64},
+                    "thread_id": {"type": "integer"},
+                    "age_ms": {"type": "integer", "minimum": 0},
+                    "crashed_thread": {"description": "It started on the thread that crashed.", "type": "boolean"}
+                  }
                 }
               }
             }
@@ -241,7 +284,8 @@ enum OpenAPI {
               "name": {"type": "string"},
               "crashed": {"type": "boolean"},
               "is_main": {"type": "boolean"},
-              "frames": {"type": "array", "maxItems": 50, "items": {"$ref": "#/components/schemas/Frame"}}
+              "frames": {"type": "array", "maxItems": 50, "items": {"$ref": "#/components/schemas/Frame"}},
+              "state": {"description": "Extension: another thread's answer at the crash (answered, no_answer, blocked_signal, exited, crash_reporter, not_asked); absent for the crashed thread.", "type": "string"}
             }
           },
           "Frame": {

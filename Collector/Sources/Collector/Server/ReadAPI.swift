@@ -49,6 +49,11 @@ struct FrameJSON: Codable, Equatable {
     var column: Int?
     var inlined: Bool
     var in_app: Bool
+    /// Where the code comes from (CrashGrouping.Origin): app, system or reporter.
+    var origin: String
+    /// The short name a person reads ("Pagination.pageItems(_:)"); `function` keeps the full one.
+    var display_function: String?
+    var async: Bool
 }
 
 /// One event of an issue with everything a developer needs to triage it (seed 001's "context").
@@ -67,6 +72,8 @@ struct EventJSON: Codable {
     var signal: DiagnosticsPayload.SignalInfo?
     var error: DiagnosticsPayload.ErrorInfo?
     var termination: DiagnosticsPayload.TerminationInfo?
+    /// Requests a server was serving at the crash.
+    var requests_in_flight: [DiagnosticsPayload.InFlightRequest]
     var crashed_thread: String?
     var frames: [FrameJSON]
     var stack_trace: [String]
@@ -100,12 +107,16 @@ struct EventJSON: Codable {
         signal = report.signal
         error = report.error
         termination = report.termination
+        requests_in_flight = report.requests_in_flight ?? []
         let thread = report.thread_info.first(where: \.crashed) ?? report.thread_info.first
         crashed_thread = thread.map { "\($0.name.isEmpty ? "thread" : $0.name) (\($0.id))" }
         frames = Grouping.crashedFrames(of: report).map { frame in
-            FrameJSON(index: frame.index, address: frame.address, module: frame.module, module_offset: frame.module_offset,
-                      build_id: frame.build_id, function: frame.function, file: frame.file, line: frame.line,
-                      column: frame.column, inlined: frame.inlined, in_app: Grouping.isInApp(frame, images: report.images))
+            let origin = Grouping.origin(of: frame, images: report.images)
+            return FrameJSON(index: frame.index, address: frame.address, module: frame.module, module_offset: frame.module_offset,
+                             build_id: frame.build_id, function: frame.function, file: frame.file, line: frame.line,
+                             column: frame.column, inlined: frame.inlined, in_app: origin == .app, origin: origin.rawValue,
+                             display_function: frame.function.map(Grouping.displayName),
+                             async: frame.function.map(SwiftNames.isAsync) ?? false)
         }
         stack_trace = report.stack_trace
         threads = report.thread_info

@@ -136,6 +136,8 @@ public final class PostgresStore: Store {
         )
         """,
         "CREATE INDEX IF NOT EXISTS api_logs_received ON api_logs(received_at)",
+        // Added with grouping rule 2: issues from before it were signed by rule 1.
+        "ALTER TABLE issues ADD COLUMN IF NOT EXISTS grouping_rule INTEGER NOT NULL DEFAULT 1",
     ]
 
     private func migrate() async throws {
@@ -270,6 +272,26 @@ public final class PostgresStore: Store {
             result.append(RawReport(id: row.0, bundleID: row.1, reportJSON: row.2))
         }
         return result
+    }
+
+    public func reports(after id: Int64, limit: Int) async throws -> [RawReport] {
+        let rows = try await client.query("""
+            SELECT r.id, u.bundle_id, r.report, r.symbolicated, i.signature
+            FROM reports r JOIN uploads u ON u.id = r.upload_id LEFT JOIN issues i ON i.id = r.issue_id
+            WHERE r.id > \(id) ORDER BY r.id LIMIT \(Int64(max(1, limit)))
+            """, logger: logger)
+        var result: [RawReport] = []
+        for try await row in rows.decode((Int64, String, String, Bool, String?).self) {
+            result.append(RawReport(id: row.0, bundleID: row.1, reportJSON: row.2, symbolicated: row.3, issueSignature: row.4))
+        }
+        return result
+    }
+
+    public func oldestGroupingRule() async throws -> Int? {
+        let rule = try await first(client.query("""
+            SELECT MIN(grouping_rule) FROM issues i WHERE EXISTS (SELECT 1 FROM reports r WHERE r.issue_id = i.id)
+            """, logger: logger), as: Int32?.self)
+        return (rule ?? nil).map(Int.init)
     }
 
     public func replaceReport(_ replacement: ReportReplacement) async throws {
@@ -426,9 +448,11 @@ struct PostgresStoreError: Error, CustomStringConvertible {
 private func upsertIssue(_ issue: IssueKey, bundleID: String, kind: String, at milliseconds: Int64,
                          on connection: PostgresConnection, logger: Logger) async throws -> Int64? {
     try await first(connection.query("""
-        INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
-        VALUES (\(bundleID), \(issue.signature), \(kind), \(issue.title), \(issue.subtitle), \(issue.exceptionType), \(milliseconds))
-        ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle
+        INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at, grouping_rule)
+        VALUES (\(bundleID), \(issue.signature), \(kind), \(issue.title), \(issue.subtitle), \(issue.exceptionType), \(milliseconds),
+                \(issue.ruleVersion))
+        ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle,
+            grouping_rule = EXCLUDED.grouping_rule
         RETURNING id
         """, logger: logger), as: Int64.self)
 }

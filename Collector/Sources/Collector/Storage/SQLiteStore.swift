@@ -10,6 +10,11 @@ public actor SQLiteStore: Store {
     public init(path: String) throws {
         let connection = try SQLiteConnection(path: path)
         try connection.execute(Self.schema)
+        // Added with grouping rule 2: issues from before it were signed by rule 1.
+        let columns = try connection.query("PRAGMA table_info(issues)") { $0.text(1) }
+        if !columns.contains("grouping_rule") {
+            try connection.execute("ALTER TABLE issues ADD COLUMN grouping_rule INTEGER NOT NULL DEFAULT 1")
+        }
         db = connection
     }
 
@@ -104,13 +109,14 @@ public actor SQLiteStore: Store {
     /// names the issue better.
     private func upsertIssue(_ issue: IssueKey, bundleID: String, kind: String, at milliseconds: Int64) throws -> SQLValue {
         let id = try db.query("""
-            INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-            ON CONFLICT (bundle_id, signature) DO UPDATE SET title = excluded.title, subtitle = excluded.subtitle
+            INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at, grouping_rule)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (bundle_id, signature) DO UPDATE SET title = excluded.title, subtitle = excluded.subtitle,
+                grouping_rule = excluded.grouping_rule
             RETURNING id
             """, [
                 .text(bundleID), .text(issue.signature), .text(kind), .text(issue.title),
-                .text(issue.subtitle), .text(issue.exceptionType), .integer(milliseconds),
+                .text(issue.subtitle), .text(issue.exceptionType), .integer(milliseconds), .int(issue.ruleVersion),
             ]) { $0.int(0) }
         return id.first.map(SQLValue.integer) ?? .null
     }
@@ -222,6 +228,23 @@ public actor SQLiteStore: Store {
             """, [.integer(id), .int(max(1, limit))]) { row in
             RawReport(id: row.int(0), bundleID: row.text(1), reportJSON: row.text(2))
         }
+    }
+
+    public func reports(after id: Int64, limit: Int) throws -> [RawReport] {
+        try db.query("""
+            SELECT r.id, u.bundle_id, r.report, r.symbolicated, i.signature
+            FROM reports r JOIN uploads u ON u.id = r.upload_id LEFT JOIN issues i ON i.id = r.issue_id
+            WHERE r.id > ?1 ORDER BY r.id LIMIT ?2
+            """, [.integer(id), .int(max(1, limit))]) { row in
+            RawReport(id: row.int(0), bundleID: row.text(1), reportJSON: row.text(2), symbolicated: row.int(3) != 0,
+                      issueSignature: row.optionalText(4))
+        }
+    }
+
+    public func oldestGroupingRule() throws -> Int? {
+        try db.query("""
+            SELECT MIN(grouping_rule) FROM issues i WHERE EXISTS (SELECT 1 FROM reports r WHERE r.issue_id = i.id)
+            """) { $0.optionalInt(0) }.first.flatMap { $0.map(Int.init) }
     }
 
     public func replaceReport(_ replacement: ReportReplacement) throws {

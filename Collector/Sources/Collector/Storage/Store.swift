@@ -41,6 +41,13 @@ public protocol Store: Sendable {
     /// signature; its former issue goes when no report is left in it.
     func replaceReport(_ replacement: ReportReplacement) async throws
 
+    /// Every stored report, by id, those after `id` (paging), with its issue's signature: what
+    /// `crash-collector regroup` re-signs with the current grouping rule.
+    func reports(after id: Int64, limit: Int) async throws -> [RawReport]
+    /// The oldest grouping rule (CrashGrouping.ruleVersion) that signed an issue with reports;
+    /// nil when there is none. Issues stored before rules had numbers count as rule 1.
+    func oldestGroupingRule() async throws -> Int?
+
     /// Releases connections; the store is not used afterwards.
     func close() async
 }
@@ -49,6 +56,9 @@ public struct RawReport: Sendable {
     public var id: Int64
     public var bundleID: String
     public var reportJSON: String
+    public var symbolicated = false
+    /// The signature of the issue it is in now (nil: none, or not read).
+    public var issueSignature: String?
 }
 
 public struct ReportReplacement: Sendable {

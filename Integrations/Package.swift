@@ -1,0 +1,71 @@
+// swift-tools-version:6.0
+// Server framework integrations of swift-crash-reporting, and the example servers their tests
+// drive: a nested package, so that an app without these frameworks never resolves them (the root
+// package's CrashReporting stays Foundation-only). One package for every framework's example, so
+// CI builds the shared server stack (SwiftNIO, swift-log, swift-service-lifecycle) once.
+import PackageDescription
+
+let package = Package(
+    name: "swift-crash-reporting-integrations",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "CrashReportingHummingbird", targets: ["CrashReportingHummingbird"]),
+        .library(name: "CrashReportingServiceLifecycle", targets: ["CrashReportingServiceLifecycle"]),
+        .library(name: "CrashReportingMetrics", targets: ["CrashReportingMetrics"]),
+    ],
+    dependencies: [
+        .package(name: "swift-crash-reporting", path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    ],
+    targets: [
+        // A RouterMiddleware: a breadcrumb per request, the route as the server's screen view,
+        // 5xx answers and thrown errors as non-fatal reports (rate-limited).
+        .target(
+            name: "CrashReportingHummingbird",
+            dependencies: [
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        // A Service for ServiceGroup: delivery starts with the group, pending work is flushed
+        // (bounded) at graceful shutdown, and the session ends cleanly.
+        .target(
+            name: "CrashReportingServiceLifecycle",
+            dependencies: [
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // swift-metrics counters and gauges of delivery and requests in flight, as a Service.
+        .target(
+            name: "CrashReportingMetrics",
+            dependencies: [
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The example server the tests drive over loopback (and a starting point to copy).
+        .executableTarget(
+            name: "HummingbirdExample",
+            dependencies: [
+                "CrashReportingHummingbird", "CrashReportingServiceLifecycle",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "HummingbirdExample", "CrashReportingHummingbird", "CrashReportingMetrics",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+        ]),
+    ]
+)
+
+for target in package.targets {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,71 @@
+// A small Hummingbird 2 service with crash reporting, as an app would set it up; the integration
+// tests drive it over loopback. Usage: HummingbirdExample <reports-directory> <port-file>
+// (the port it listens on, 127.0.0.1, is written to <port-file>). Reports go to
+// CRASH_REPORTING_ENDPOINT with CRASH_REPORTING_TOKEN.
+//   GET /hello            200
+//   GET /users/{id}       200, the profile; /users/0 crashes (a force-unwrapped nil in loadProfile(id:))
+//   GET /orders/{id}      throws: a 500 and a non-fatal report
+//   GET /missing          throws a 404 (not reported)
+//   GET /slow             answers after 2 s (a request in flight while another crashes)
+//   GET /inflight         how many requests are in flight (itself included)
+import CrashReporting
+import CrashReportingHummingbird
+import CrashReportingServiceLifecycle
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+struct Profile {
+    var id: Int
+    var nickname: String?
+}
+
+struct OrderStoreUnavailable: Error, CustomStringConvertible {
+    var description: String { "the order store did not answer" }
+}
+
+@inline(never) func loadProfile(id: Int) -> String {
+    let profile = Profile(id: id, nickname: id == 0 ? nil : "user\(id)")
+    return profile.nickname!   // the bug: profile 0 has no nickname
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3 else {
+    FileHandle.standardError.write(Data("usage: HummingbirdExample <reports-directory> <port-file>\n".utf8))
+    exit(2)
+}
+let portFile = arguments[2]
+
+// First thing: a crash while the server starts is recorded too.
+try CrashReporter.start(.init(appID: "com.example.hummingbird-example", reportsDirectory: arguments[1],
+                              appVersion: "1.0.0", environment: "test"))
+
+let router = Router()
+router.middlewares.add(CrashReportingMiddleware())   // before the routes
+router.get("/hello") { _, _ in "hello" }
+router.get("/users/{id}") { _, context in
+    loadProfile(id: try context.parameters.require("id", as: Int.self))
+}
+router.get("/orders/{id}") { _, _ -> String in throw OrderStoreUnavailable() }
+router.get("/missing") { _, _ -> String in throw HTTPError(.notFound) }
+router.get("/slow") { _, _ -> String in
+    try await Task.sleep(for: .seconds(2))
+    return "slow"
+}
+router.get("/inflight") { _, _ in String(CrashReporter.requestsInFlight) }
+
+var logger = Logger(label: "example")
+logger.logLevel = .warning
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+    onServerRunning: { channel in
+        let port = channel.localAddress?.port ?? 0
+        try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
+    },
+    logger: logger
+)
+// Crash reporting first: the group stops services in reverse order, so it flushes last.
+let group = ServiceGroup(services: [CrashReportingService(), app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+try await group.run()

@@ -1,0 +1,203 @@
+// The Hummingbird example server, driven over loopback as a user would: requests, one that
+// crashes the server, a relaunch that delivers, SIGTERM for a graceful shutdown under a
+// ServiceGroup. What reaches the tests' collector (Tests/Support/fake_collector.py, a real HTTP
+// server on 127.0.0.1) is checked: the crash names the route being served and lists the requests
+// before it, the 500 became a non-fatal report with its route and request id, and the graceful
+// shutdown sent its session end.
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Glibc
+import Testing
+
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = packageRoot.deletingLastPathComponent()
+
+/// The example server's executable, in the build folder of the test runner.
+func exampleURL() -> URL {
+    var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
+    return folder.appendingPathComponent("HummingbirdExample")
+}
+
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func temporaryFolder(_ name: String) -> URL {
+    let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(name)-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// Waits (bounded) for a file to hold a port number.
+func waitForPort(_ file: URL, while process: Process) throws -> Int {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
+        if let text = try? String(contentsOf: file, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), port > 0 {
+            return port
+        }
+        guard process.isRunning else { throw Failure("\(process.executableURL?.lastPathComponent ?? "?") exited before it listened") }
+        usleep(20_000)
+    }
+    throw Failure("no port in \(file.path) after 60 s")
+}
+
+/// One HTTP GET; the status, or nil when the connection broke (the server crashed).
+func get(_ url: String, headers: [String: String] = [:]) -> Int? {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var status: Int?
+    var request = URLRequest(url: URL(string: url)!)
+    request.timeoutInterval = 30
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    URLSession.shared.dataTask(with: request) { _, response, _ in
+        status = (response as? HTTPURLResponse)?.statusCode
+        done.signal()
+    }.resume()
+    done.wait()
+    return status
+}
+
+/// The tests' collector on a free port of 127.0.0.1.
+final class Collector {
+    let process = Process()
+    let port: Int
+    let token = "integration-token"
+
+    init(folder: URL) throws {
+        let portFile = folder.appendingPathComponent("collector.port")
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Support/fake_collector.py").path,
+                             "--port-file", portFile.path,
+                             "--schema", repositoryRoot.appendingPathComponent("Schemas/diagnostics-payload.schema.json").path,
+                             "--token", token]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        port = try waitForPort(portFile, while: process)
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// GET /control/state, as JSON.
+    func state() throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(string: "http://127.0.0.1:\(port)/control/state")!)
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    /// The stored seed 000 payloads' crash reports, each with its payload's logs.
+    func reports() throws -> [(report: [String: Any], logs: [[String: Any]])] {
+        let stored = try state()["stored"] as? [[String: Any]] ?? []
+        return stored.flatMap { entry -> [(report: [String: Any], logs: [[String: Any]])] in
+            let payload = entry["payload"] as? [String: Any] ?? [:]
+            let logs = payload["logs"] as? [[String: Any]] ?? []
+            return (payload["crash_reports"] as? [[String: Any]] ?? []).map { ($0, logs) }
+        }
+    }
+}
+
+/// The example server with its reports directory, sending to `collector`.
+func startServer(_ reports: URL, _ collector: Collector, folder: URL) throws -> (Process, Int) {
+    let portFile = folder.appendingPathComponent("server-\(UUID().uuidString).port")
+    let process = Process()
+    process.executableURL = exampleURL()
+    process.arguments = [reports.path, portFile.path]
+    var environment = ProcessInfo.processInfo.environment
+    environment["CRASH_REPORTING_ENDPOINT"] = "http://127.0.0.1:\(collector.port)"
+    environment["CRASH_REPORTING_TOKEN"] = collector.token
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    process.environment = environment
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return (process, try waitForPort(portFile, while: process))
+}
+
+@Suite("Hummingbird and swift-service-lifecycle integration")
+struct HummingbirdTests {
+    @Test("a crash names the route being served and the requests before it; a 500 is a non-fatal report; SIGTERM flushes")
+    func crashNonFatalAndGracefulShutdown() throws {
+        let folder = temporaryFolder("hummingbird-integration")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let reports = folder.appendingPathComponent("reports")
+        let collector = try Collector(folder: folder)
+
+        let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+        let (server, port) = try startServer(reports, collector, folder: folder)
+        let base = "http://127.0.0.1:\(port)"
+        #expect(get("\(base)/hello") == 200)
+        #expect(get("\(base)/orders/7", headers: ["traceparent": "00-\(traceID)-00f067aa0ba902b7-01"]) == 500)
+        #expect(get("\(base)/missing") == 404)
+        #expect(get("\(base)/users/3") == 200)
+        // Two requests in flight when the crash comes: /slow answers after 2 s, and only once a
+        // request has begun does the server answer /inflight with the count.
+        let slow = Thread { _ = get("\(base)/slow", headers: ["traceparent": "00-\(traceID)-b7ad6b7169203331-01"]) }
+        slow.start()
+        let slower = Thread { _ = get("\(base)/slow") }
+        slower.start()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, (try? String(contentsOf: URL(string: "\(base)/inflight")!, encoding: .utf8)) != "3" {
+            usleep(10_000)   // 3: the two /slow requests and this /inflight one
+        }
+        #expect(get("\(base)/users/0") == nil, "the server crashed mid-request")
+        server.waitUntilExit()
+        #expect(server.terminationReason == .uncaughtSignal && server.terminationStatus == SIGILL)
+
+        // The relaunch delivers what the crashed run left; SIGTERM then shuts the group down
+        // gracefully: CrashReportingService sends what is pending and ends the session.
+        let (relaunch, _) = try startServer(reports, collector, folder: folder)
+        kill(relaunch.processIdentifier, SIGTERM)
+        relaunch.waitUntilExit()
+        #expect(relaunch.terminationReason == .exit && relaunch.terminationStatus == 0, "a graceful shutdown exits 0")
+
+        #expect(try collector.state()["invalid_count"] as? Int == 0, "every upload matched Schemas/diagnostics-payload.schema.json")
+        let reportsReceived = try collector.reports()
+        let crash = try #require(reportsReceived.first { ($0.report["kind"] as? String) == "crash" }, "\(reportsReceived.map(\.report))")
+        #expect(crash.report["exception_type"] as? String == "SIGILL")
+        let messages = crash.logs.compactMap { $0["message"] as? String }
+        // The route being served when it crashed: the last screen view.
+        let screens = crash.logs.filter { ($0["tag"] as? String) == "screen" }.compactMap { $0["message"] as? String }
+        #expect(screens.last == "/users/{id}", "screens \(screens)")
+        for line in ["GET /hello 200", "GET /orders/{id} 500", "GET /missing 404", "GET /users/{id} 200"] {
+            #expect(messages.contains(line), "\(line) not among \(messages)")
+        }
+        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String != "/inflight" }
+        let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
+        #expect(requestIDs.count == 4 && requestIDs.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) },
+                "request ids kept as Hummingbird wrote them: \(requestIDs)")
+        #expect(Set(requestIDs).count == 4)
+
+        // The requests in flight: the crashing one (started on the crashing thread or not, a
+        // Task may move), and the two /slow ones.
+        let requests = try #require(crash.report["requests_in_flight"] as? [[String: Any]], "\(crash.report.keys.sorted())")
+        let routes = requests.compactMap { $0["route"] as? String }.sorted()
+        #expect(routes == ["/slow", "/slow", "/users/{id}"], "\(requests)")
+        #expect(requests.allSatisfy { ($0["request_id"] as? String)?.count == 32 && $0["method"] as? String == "GET" })
+        #expect(requests.compactMap { $0["trace_id"] as? String } == [traceID], "the traced /slow request carries its trace id")
+        let crashing = try #require(requests.first { $0["route"] as? String == "/users/{id}" })
+        #expect(!requestIDs.contains(crashing["request_id"] as? String ?? ""), "the crashing request never finished, so it left no http breadcrumb")
+
+        let nonFatal = try #require(reportsReceived.first { ($0.report["kind"] as? String) == "non_fatal" }, "\(reportsReceived.map(\.report))")
+        let error = try #require(nonFatal.report["error"] as? [String: Any])
+        #expect((error["domain"] as? String)?.hasSuffix("OrderStoreUnavailable") == true)
+        let info = try #require(error["user_info"] as? [String: Any])
+        #expect(info["route"] as? String == "/orders/{id}")
+        #expect(info["status"] as? Int == 500)
+        #expect(info["method"] as? String == "GET")
+        #expect(info["trace_id"] as? String == traceID, "the 500's trace id, from its traceparent header")
+        let tracedCrumb = http.first { ($0["metadata"] as? [String: Any])?["route"] as? String == "/orders/{id}" }
+        #expect((tracedCrumb?["metadata"] as? [String: Any])?["trace_id"] as? String == traceID)
+        #expect((info["request_id"] as? String).map { requestIDs.contains($0) } == true, "the 500's request id is the one in its breadcrumb")
+        #expect(!reportsReceived.contains { ($0.report["error"] as? [String: Any])?["code"] as? Int == 404 }, "a 404 is no report")
+
+        // The graceful shutdown's session end, and both runs' session beacons.
+        #expect(reportsReceived.contains { ($0.report["exception_message"] as? String)?.contains("session_end") == true })
+        let sessions = try collector.state()["sessions"] as? [[String: Any]] ?? []
+        #expect(Set(sessions.compactMap { $0["session_id"] as? String }).count == 2, "\(sessions)")
+    }
+}

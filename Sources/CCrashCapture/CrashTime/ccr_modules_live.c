@@ -1,0 +1,176 @@
+// The module table at the moment of the crash, read without the loader lock: the dynamic loader's
+// r_debug list (struct link_map: bias, name, next) is walked, and each object's ELF header,
+// program headers (PT_LOAD bounds) and GNU build-id note are read from memory. Every read goes
+// through process_vm_readv, so a list changing under us or a bad pointer ends the walk instead
+// of faulting. If the walk fails, the install-time table (dl_iterate_phdr at start) is written
+// instead; the `modules` line says which. See Docs/Decisions/0011-modules-at-crash-time.md.
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ccr_crashtime.h"
+#include "ccr_modules_live.h"
+
+ccr_modules_live_state ccr_modules_live;
+
+/// Filled by the crashing thread only (the one-crash guard makes it one thread).
+static ccr_module live_table[CCR_MAX_MODULES];
+static uint8_t note_buffer[4096];
+static ElfW(Phdr) phdr_buffer[64];
+
+/// Copies `length` bytes of this process's memory at `address` without risking a fault.
+/// Returns the number of bytes read (short at an unmapped page), or -1. Async-signal-safe.
+static long read_memory(uintptr_t address, void *out, size_t length) {
+    if (address == 0) return -1;
+    struct iovec local = {.iov_base = out, .iov_len = length};
+    struct iovec remote = {.iov_base = (void *)address, .iov_len = length};
+    return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L);
+}
+
+/// All `length` bytes or -1. Async-signal-safe.
+static int read_exact(uintptr_t address, void *out, size_t length) {
+    return read_memory(address, out, length) == (long)length ? 0 : -1;
+}
+
+/// A NUL-terminated string of at most `capacity - 1` bytes; read page by page so that a name
+/// near the end of a mapping still reads. Async-signal-safe.
+static int read_string(uintptr_t address, char *out, size_t capacity) {
+    size_t used = 0;
+    while (used + 1 < capacity) {
+        size_t page_left = 4096 - ((address + used) & 4095);
+        size_t chunk = capacity - 1 - used < page_left ? capacity - 1 - used : page_left;
+        long n = read_memory(address + used, out + used, chunk);
+        if (n <= 0) return -1;
+        for (long i = 0; i < n; i++) {
+            if (out[used + (size_t)i] == '\0') return 0;
+        }
+        used += (size_t)n;
+    }
+    out[capacity - 1] = '\0';
+    return 0;
+}
+
+/// Async-signal-safe.
+static size_t align_up(size_t value, size_t alignment) {
+    return (value + alignment - 1) & ~(alignment - 1);
+}
+
+/// The GNU build-id from a PT_NOTE segment at `address`, if it has one. Async-signal-safe.
+static void read_build_id(uintptr_t address, size_t size, size_t alignment, ccr_module *m) {
+    if (size > sizeof note_buffer) size = sizeof note_buffer;
+    long n = read_memory(address, note_buffer, size);
+    if (n <= 0) return;
+    const uint8_t *p = note_buffer, *end = note_buffer + n;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+        ElfW(Nhdr) header;
+        memcpy(&header, p, sizeof header);
+        const uint8_t *name = p + sizeof header;
+        const uint8_t *desc = name + align_up(header.n_namesz, alignment);
+        const uint8_t *next = desc + align_up(header.n_descsz, alignment);
+        if (desc > end || next > end || next <= p) return;
+        if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+            size_t length = header.n_descsz < CCR_BUILD_ID_MAX ? header.n_descsz : CCR_BUILD_ID_MAX;
+            memcpy(m->build_id, desc, length);
+            m->build_id_length = (uint8_t)length;
+            return;
+        }
+        p = next;
+    }
+}
+
+/// Fills `m` from the program headers at `phdr` (runtime address), read in one call. 0 on success.
+/// Async-signal-safe.
+static int read_segments(uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *m) {
+    if (phnum <= 0 || phnum > (int)(sizeof phdr_buffer / sizeof phdr_buffer[0])) return -1;
+    if (read_exact(phdr, phdr_buffer, (size_t)phnum * sizeof phdr_buffer[0]) != 0) return -1;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    for (int i = 0; i < phnum; i++) {
+        const ElfW(Phdr) *ph = &phdr_buffer[i];
+        if (ph->p_type == PT_LOAD) {
+            uintptr_t start = bias + ph->p_vaddr;
+            if (start < low) low = start;
+            if (start + ph->p_memsz > high) high = start + ph->p_memsz;
+        } else if (ph->p_type == PT_NOTE && m->build_id_length == 0) {
+            read_build_id(bias + ph->p_vaddr, ph->p_memsz, ph->p_align == 8 ? 8 : 4, m);
+        }
+    }
+    if (high == 0) return -1;
+    m->start = low;
+    m->end = high;
+    return 0;
+}
+
+/// Program headers of a shared object: its ELF header is mapped at its bias (its first PT_LOAD
+/// maps file offset 0 at address 0, as every shared object and PIE the toolchains make does).
+/// Async-signal-safe.
+static int read_object(uintptr_t bias, ccr_module *m) {
+    ElfW(Ehdr) header;
+    if (read_exact(bias, &header, sizeof header) != 0) return -1;
+    if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_phentsize != sizeof(ElfW(Phdr))) return -1;
+    return read_segments(bias, bias + header.e_phoff, header.e_phnum, m);
+}
+
+int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
+    *table = NULL;
+    *loader_state = -1;
+    if (ccr_modules_live.r_debug == 0) return -1;
+    struct r_debug debug;
+    if (read_exact(ccr_modules_live.r_debug, &debug, sizeof debug) != 0 || debug.r_version < 1) return -1;
+    *loader_state = (int)debug.r_state;
+    int count = 0;
+    uintptr_t node = (uintptr_t)debug.r_map;
+    for (int visited = 0; node != 0; visited++) {
+        // More nodes than the table holds (or a cycle): the list is not what it should be.
+        if (visited >= CCR_MAX_MODULES) return -1;
+        struct link_map map;
+        if (read_exact(node, &map, sizeof map) != 0) return -1;
+        ccr_module *m = &live_table[count];
+        memset(m, 0, sizeof *m);
+        m->bias = (uintptr_t)map.l_addr;
+        if (map.l_name != NULL && read_string((uintptr_t)map.l_name, m->path, sizeof m->path) != 0) return -1;
+        int ok;
+        if (visited == 0 && m->path[0] == '\0') {
+            // The main program: the loader gives it no name, and a non-PIE one has bias 0, so its
+            // program headers come from the auxiliary vector (saved at install) and its path too.
+            memcpy(m->path, ccr_modules_live.executable_path, sizeof m->path);
+            ok = read_segments(m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m) == 0;
+        } else {
+            ok = read_object(m->bias, m) == 0;
+        }
+        if (ok) count++;   // an object without readable headers is left out, as dl_iterate_phdr would
+        node = (uintptr_t)map.l_next;
+    }
+    if (count == 0) return -1;
+    *table = live_table;
+    return count;
+}
+
+void ccr_record_write_modules_at_crash(ccr_writer *w) {
+    const ccr_module *table = NULL;
+    int loader_state = -1;
+    uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
+    int count = ccr_modules_live_collect(&table, &loader_state);
+    const char *source = "link_map";
+    if (count < 0) {
+        table = ccr_global.modules;
+        count = ccr_global.module_count;
+        source = "install";
+    }
+    ccr_record_write_module_table(w, table, count);
+    ccr_writer_text(w, "{\"type\":\"modules\"");
+    ccr_writer_key(w, "source", 0);
+    ccr_writer_json_string(w, source, 16);
+    ccr_writer_key(w, "count", 0);
+    ccr_writer_int(w, count);
+    ccr_writer_key(w, "loader_state", 0);
+    // RT_CONSISTENT 0, RT_ADD 1, RT_DELETE 2: a dlopen or dlclose was under way at the crash.
+    ccr_writer_json_string(w, loader_state == RT_CONSISTENT ? "consistent" : loader_state == RT_ADD ? "adding"
+                              : loader_state == RT_DELETE ? "deleting" : "unknown", 16);
+    ccr_writer_key(w, "elapsed_ns", 0);
+    ccr_writer_uint(w, ccr_now_ns(CLOCK_MONOTONIC) - started);
+    ccr_writer_text(w, "}\n");
+}

@@ -1,0 +1,31 @@
+// The module table at crash time, read from the dynamic loader's r_debug list without its lock.
+// See ccr_modules_live.c and Docs/Decisions/0011-modules-at-crash-time.md.
+#ifndef CCR_MODULES_LIVE_H
+#define CCR_MODULES_LIVE_H
+
+#include <stdint.h>
+
+#include "ccr_state.h"
+#include "ccr_writer.h"
+
+/// Written at install (Setup/ccr_modules.c); read lock-free at crash time.
+typedef struct ccr_modules_live_state {
+    uintptr_t r_debug;            // &_r_debug of the dynamic loader, or 0 (static program)
+    uintptr_t executable_phdr;    // AT_PHDR: the main program's program headers
+    int executable_phnum;         // AT_PHNUM
+    char executable_path[CCR_MODULE_PATH_MAX];
+} ccr_modules_live_state;
+
+extern ccr_modules_live_state ccr_modules_live;
+
+/// Walks the loader's list into a static table (crashing thread only). Returns the number of
+/// modules and points `*table` at them, or -1 when the list cannot be read; `*loader_state` gets
+/// r_debug's r_state (RT_CONSISTENT, RT_ADD, RT_DELETE) or -1. Async-signal-safe:
+/// process_vm_readv only, no loader lock.
+int ccr_modules_live_collect(const ccr_module **table, int *loader_state);
+
+/// Writes the module lines from the live walk, or from the install-time table when the walk
+/// fails, then a `modules` line naming the source. Async-signal-safe.
+void ccr_record_write_modules_at_crash(ccr_writer *w);
+
+#endif

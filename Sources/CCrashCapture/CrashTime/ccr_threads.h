@@ -1,0 +1,72 @@
+// Every thread of the process at a crash: the crashing thread asks each other thread, by a
+// real-time signal chosen at install, to unwind itself into a preallocated slot, waits a bounded
+// time, and writes one thread section per thread. See Docs/Decisions/0010-all-threads.md.
+#ifndef CCR_THREADS_H
+#define CCR_THREADS_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ccr_writer.h"
+
+/// Compile-time bounds of the slot table; the install options choose limits at or below them.
+#define CCR_THREADS_MAX 256
+#define CCR_THREAD_FRAMES_MAX 64
+#define CCR_THREAD_FRAMES_DEFAULT 32
+#define CCR_THREAD_WAIT_MS_DEFAULT 250
+
+/// A slot's life: the crashing thread arms it (ASKED) and sends the signal; the asked thread
+/// claims it (WRITING_FP), stores its frame-pointer walk (FP_DONE), claims it again (WRITING_LU)
+/// and stores its libunwind walk (LU_DONE, or LU_FAILED). At its deadline the crashing thread
+/// closes what is still ASKED or FP_DONE with a compare-and-swap, so a late answer never writes
+/// into frames being read.
+enum {
+    CCR_SLOT_FREE = 0,
+    CCR_SLOT_ASKED,
+    CCR_SLOT_WRITING_FP,
+    CCR_SLOT_FP_DONE,
+    CCR_SLOT_WRITING_LU,
+    CCR_SLOT_LU_DONE,
+    CCR_SLOT_LU_FAILED,
+    CCR_SLOT_CLOSED,
+};
+
+typedef struct ccr_thread_slot {
+    int tid;
+    atomic_int state;
+    int fp_count;
+    int fp_depth;
+    int lu_count;
+    int lu_depth;
+    int lu_lower_bound;
+    uintptr_t fp_frames[CCR_THREAD_FRAMES_MAX];
+    uintptr_t lu_frames[CCR_THREAD_FRAMES_MAX];
+} ccr_thread_slot;
+
+/// Written at install (before the signal action is set); read lock-free at crash time.
+typedef struct ccr_threads_state {
+    int enabled;
+    int signo;               // the real-time signal that asks a thread to unwind itself
+    int limit;               // other threads listed at most
+    int frames;              // frames kept per other thread
+    int wait_ms;             // longest total wait for answers
+    atomic_int active;       // 1 while the crashing thread collects answers
+    int asked;               // slots armed in this collection
+    ccr_thread_slot slots[CCR_THREADS_MAX];
+} ccr_threads_state;
+
+extern ccr_threads_state ccr_threads;
+
+/// The real-time signal's SA_SIGINFO handler: unwinds the calling thread from `ucontext` into its
+/// slot, frame pointers first, then libunwind. Returns at once when no collection is under way or
+/// the thread has no slot. Async-signal-safe (libunwind as in ccr_unwind_libunwind).
+void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext);
+
+/// At a crash, after the crashing thread's own stack line: lists every other thread, asks those
+/// that can answer to unwind themselves, waits at most the configured time (and never more than
+/// half of the watchdog's remaining budget), and writes a thread section for each, then one
+/// `threads` summary line. Async-signal-safe: open, read, close, getdents64, tgkill, nanosleep.
+void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns);
+
+#endif

@@ -1,0 +1,67 @@
+// Install-time half of the all-threads capture: chooses the real-time signal that asks a thread
+// to unwind itself and installs its handler. Runs after the crash handlers are installed; a
+// failure here leaves crash capture working with the crashing thread only.
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "CCrashCapture.h"
+#include "../CrashTime/ccr_crashtime.h"
+#include "../CrashTime/ccr_threads.h"
+#include "ccr_setup.h"
+
+/// The highest real-time signal whose action is still the default one. Libraries that take a
+/// real-time signal usually take the lowest (glibc keeps 32 and 33 for itself; timer_create and
+/// most runtimes count up from SIGRTMIN), so counting down from SIGRTMAX avoids them.
+/// Not async-signal-safe: only needed at install (SIGRTMIN/SIGRTMAX are glibc calls).
+static int choose_signal(void) {
+    for (int signo = SIGRTMAX; signo >= SIGRTMIN; signo--) {
+        struct sigaction current;
+        if (sigaction(signo, NULL, &current) != 0) continue;
+        if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL) return signo;
+    }
+    return -1;
+}
+
+void ccr_threads_install(const ccr_install_options *o) {
+    ccr_threads.enabled = 0;
+    if (o->thread_limit < 0) return;   // turned off
+    int limit = o->thread_limit == 0 ? CCR_THREADS_MAX : o->thread_limit;
+    int frames = o->thread_frames <= 0 ? CCR_THREAD_FRAMES_DEFAULT : o->thread_frames;
+    ccr_threads.limit = limit > CCR_THREADS_MAX ? CCR_THREADS_MAX : limit;
+    ccr_threads.frames = frames > CCR_THREAD_FRAMES_MAX ? CCR_THREAD_FRAMES_MAX : frames;
+    ccr_threads.wait_ms = o->thread_wait_ms <= 0 ? CCR_THREAD_WAIT_MS_DEFAULT : o->thread_wait_ms;
+    atomic_store(&ccr_threads.active, 0);
+    int signo = choose_signal();
+    if (signo < 0) return;
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = ccr_threads_answer;
+    // SA_RESTART: the asked thread goes back to what it was doing, its system call restarted.
+    // Everything but the crash signals is blocked while it unwinds; a fault in the unwind still
+    // reaches the crash handler (a blocked SIGSEGV would kill the process before any record).
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigfillset(&action.sa_mask);
+    for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigdelset(&action.sa_mask, ccr_global.signals[i]);
+    if (sigaction(signo, &action, NULL) != 0) return;
+    ccr_threads.signo = signo;
+    ccr_threads.enabled = 1;
+    ccr_threads_unblock_signal();
+}
+
+void ccr_threads_unblock_signal(void) {
+    // A process may start with real-time signals blocked (its parent's mask is inherited through
+    // fork and exec, and test runners and process supervisors block them), and threads inherit
+    // their creator's mask. The signal is only ever sent to one thread by this process, so
+    // unblocking it does not change where process-directed signals land.
+    if (!ccr_threads.enabled) return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, ccr_threads.signo);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+int ccr_thread_capture_signal(void) {
+    return ccr_threads.enabled ? ccr_threads.signo : 0;
+}

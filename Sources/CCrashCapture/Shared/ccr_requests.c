@@ -1,0 +1,58 @@
+// Begin and end of a request in the crash-readable table (see ccr_requests.h).
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "CCrashCapture.h"
+#include "ccr_requests.h"
+
+ccr_request_table ccr_requests;
+
+static uint8_t copy_field(char *destination, size_t capacity, const char *source, size_t length) {
+    if (source == NULL) return 0;
+    if (length > capacity) length = capacity;
+    memcpy(destination, source, length);
+    return (uint8_t)length;
+}
+
+int ccr_request_begin(const char *method, size_t method_length, const char *route, size_t route_length,
+                      const char *request_id, size_t request_id_length, const char *trace_id, size_t trace_id_length) {
+    uint32_t start = atomic_fetch_add_explicit(&ccr_requests.next_hint, 1, memory_order_relaxed);
+    for (uint32_t probe = 0; probe < CCR_REQUEST_SLOTS; probe++) {
+        uint32_t index = (start + probe) % CCR_REQUEST_SLOTS;
+        ccr_request_slot *slot = &ccr_requests.slots[index];
+        uint32_t expected = CCR_REQUEST_FREE;
+        if (atomic_load_explicit(&slot->state, memory_order_relaxed) != CCR_REQUEST_FREE ||
+            !atomic_compare_exchange_strong_explicit(&slot->state, &expected, CCR_REQUEST_WRITING,
+                                                     memory_order_acquire, memory_order_relaxed)) {
+            continue;
+        }
+        atomic_fetch_add_explicit(&slot->generation, 1, memory_order_release);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        slot->started_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        slot->tid = (int32_t)syscall(SYS_gettid);
+        slot->method_length = copy_field(slot->method, sizeof slot->method, method, method_length);
+        slot->route_length = copy_field(slot->route, sizeof slot->route, route, route_length);
+        slot->request_id_length = copy_field(slot->request_id, sizeof slot->request_id, request_id, request_id_length);
+        slot->trace_id_length = copy_field(slot->trace_id, sizeof slot->trace_id, trace_id, trace_id_length);
+        atomic_store_explicit(&slot->state, CCR_REQUEST_LIVE, memory_order_release);
+        return (int)index + 1;
+    }
+    atomic_fetch_add_explicit(&ccr_requests.dropped, 1, memory_order_relaxed);
+    return 0;
+}
+
+void ccr_request_end(int token) {
+    if (token < 1 || token > CCR_REQUEST_SLOTS) return;
+    atomic_store_explicit(&ccr_requests.slots[token - 1].state, CCR_REQUEST_FREE, memory_order_release);
+}
+
+int ccr_requests_in_flight(void) {
+    int count = 0;
+    for (int i = 0; i < CCR_REQUEST_SLOTS; i++) {
+        if (atomic_load_explicit(&ccr_requests.slots[i].state, memory_order_acquire) == CCR_REQUEST_LIVE) count++;
+    }
+    return count;
+}

@@ -1,0 +1,120 @@
+// All threads at a crash (Docs/Decisions/0010): the named-threads fixture starts four named
+// threads, each waiting in a function of its own, and one that blocks every signal; then the
+// main thread crashes. The record must list each of them, after the crashed thread, with its
+// name, and each named thread's own function among its frames (read by llvm-symbolizer).
+import CrashReportModel
+import CrashTestSupport
+import Foundation
+import Glibc
+import Testing
+
+@Suite("All threads at a crash")
+struct AllThreadsTests {
+    static let named = [("fixture-alpha", "waitInAlpha"), ("fixture-beta", "waitInBeta"),
+                        ("fixture-gamma", "waitInGamma"), ("fixture-delta", "waitInDelta")]
+
+    @Test("every thread is listed with its name and its own stack, the crashed one first", arguments: BuildConfiguration.allCases)
+    func namedThreads(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("named-threads-then-crash", configuration)
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.version == 2)
+
+        // The crashed thread is the first thread line, marked crashed; its frames are the level chain.
+        let text = try String(contentsOf: run.pendingRecords[0], encoding: .utf8)
+        let threadLines = text.split(separator: "\n").filter { $0.hasPrefix(#"{"type":"thread","#) }
+        #expect(threadLines.first?.contains(#""crashed":true"#) == true)
+        #expect(threadLines.dropFirst().allSatisfy { $0.contains(#""crashed":false"#) })
+        #expect(record.thread?.isMain == true)
+        let crashedFrames = try LLVMSymbolizer.symbolize(record)
+        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: crashedFrames)
+
+        // Main, the watchdog, the uploader, four named threads and the masked one, at least.
+        #expect(record.otherThreads.count >= 6, "threads: \(record.otherThreads.map(\.thread.name))")
+        #expect(!record.otherThreads.contains { $0.thread.id == record.thread?.id })
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.listed == record.otherThreads.count + 1)
+        #expect(summary.answered >= 4)
+
+        for (name, function) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name }, "no thread named \(name)")
+            #expect(other.state == "answered")
+            #expect(other.stack?.unwinder == "libunwind")
+            #expect(other.frames.first?.kind == .programCounter)
+            var alone = record
+            alone.frames = other.frames
+            let frames = try LLVMSymbolizer.symbolize(alone)
+            #expect(frames.contains { $0.mentions(function) }, "\(name) should be in \(function):\n\(describe(frames))")
+            for (_, otherFunction) in Self.named where otherFunction != function {
+                #expect(!frames.contains { $0.mentions(otherFunction) }, "\(name) shows \(otherFunction)")
+            }
+        }
+        let masked = try #require(record.otherThreads.first { $0.thread.name == "fixture-masked" })
+        #expect(masked.state == "blocked_signal")
+        #expect(masked.frames.isEmpty)
+        let watchdogs = record.otherThreads.filter { $0.state == "crash_reporter" }
+        #expect(watchdogs.count == 1 && watchdogs[0].frames.isEmpty)
+    }
+
+    @Test("a thread whose libunwind walk is not done by the deadline keeps its frame-pointer walk")
+    func framePointerWalkAtDeadline() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: [
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "threads-stall-after-frame-pointers", "CRASH_FIXTURE_THREAD_WAIT_MS": "100",
+        ])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.watchdog == nil)
+        for (name, _) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name })
+            #expect(other.state == "answered")
+            #expect(other.stack?.unwinder == "frame-pointer")
+            #expect(other.frames.first?.kind == .programCounter)
+        }
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.waitNanoseconds >= 100_000_000, "waited \(summary.waitNanoseconds) ns")
+    }
+
+    @Test("threads that never answer are listed as such, and the wait is bounded by the watchdog's budget")
+    func neverAnswer() throws {
+        // Asked for 5 s; the watchdog's 2 s budget allows at most half of what is left (about 1 s).
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: [
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "threads-never-answer", "CRASH_FIXTURE_THREAD_WAIT_MS": "5000",
+        ])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.watchdog == nil, "the watchdog finished the record")
+        for (name, _) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name })
+            #expect(other.state == "no_answer")
+            #expect(other.frames.isEmpty && other.stack == nil)
+        }
+        #expect(record.otherThreads.first { $0.thread.name == "fixture-masked" }?.state == "blocked_signal")
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.answered == 0)
+        #expect(summary.waitNanoseconds >= 500_000_000 && summary.waitNanoseconds < 1_200_000_000, "waited \(summary.waitNanoseconds) ns")
+    }
+
+    @Test("when another handler took the signal since start, threads are listed but not asked")
+    func signalTaken() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: ["CRASH_FIXTURE_TAKE_THREAD_SIGNAL": "1"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.signalTaken)
+        #expect(summary.asked == 0 && summary.answered == 0)
+        for (name, _) in Self.named {
+            let other = try #require(record.otherThreads.first { $0.thread.name == name })
+            #expect(other.state == "not_asked")
+            #expect(other.frames.isEmpty)
+        }
+    }
+
+    @Test("with threads turned off the record lists the crashed thread only")
+    func threadsOff() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: ["CRASH_FIXTURE_THREADS_OFF": "1"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.otherThreads.isEmpty)
+        #expect(record.threadsSummary == nil)
+    }
+}

@@ -1,0 +1,85 @@
+// The module table at the moment of the crash (Docs/Decisions/0011): a library opened after
+// start is listed with its build-id and the crashing frame inside it symbolicates; a library
+// closed after start is not listed. The libraries are built here from C with the toolchain's
+// clang. With the walk broken on purpose, the install-time table is written and says so.
+import CrashReportModel
+import CrashTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// Two small shared libraries in a fresh folder: libplugin.so (plugin_crash() writes through a
+/// null pointer) and libunloaded.so.
+func buildPluginLibraries() throws -> (plugin: URL, unloaded: URL) {
+    let folder = temporaryFolder("plugins")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/clang" }
+        + ["/opt/swift/usr/bin/clang"]
+    guard let clang = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw TestSupportError("clang not found (it ships with the Swift toolchain)")
+    }
+    let sources = [
+        "libplugin": "__attribute__((noinline)) void plugin_crash(void) { *(volatile int *)0 = 7; }\n",
+        "libunloaded": "int unloaded_value(void) { return 3; }\n",
+    ]
+    for (name, source) in sources {
+        let c = folder.appendingPathComponent("\(name).c")
+        try source.write(to: c, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: clang)
+        process.arguments = ["-shared", "-fPIC", "-g", "-O1", "-Wl,--build-id", "-o", folder.appendingPathComponent("\(name).so").path, c.path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestSupportError("clang failed for \(name).c") }
+    }
+    return (folder.appendingPathComponent("libplugin.so"), folder.appendingPathComponent("libunloaded.so"))
+}
+
+@Suite("Modules at crash time")
+struct ModulesAtCrashTests {
+    @Test("a library opened after start is in the record and its frame symbolicates; one closed after start is not",
+          arguments: BuildConfiguration.allCases)
+    func openedAfterStart(_ configuration: BuildConfiguration) throws {
+        let libraries = try buildPluginLibraries()
+        let run = try FixtureRun.run("dlopened-library-crash", configuration, environment: [
+            "CRASH_FIXTURE_PLUGIN": libraries.plugin.path, "CRASH_FIXTURE_UNLOADED": libraries.unloaded.path,
+        ])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)   // every module's build-id matches its file
+        let table = try #require(record.moduleTable)
+        #expect(table.source == "link_map")
+        #expect(table.loaderState == "consistent")
+        #expect(table.count == record.modules.count)
+
+        let plugin = try #require(record.modules.first { $0.path == libraries.plugin.path }, "modules: \(record.modules.map(\.path))")
+        #expect(!plugin.buildID.isEmpty)
+        #expect(plugin.buildID == BuildID(elfFileAtPath: libraries.plugin.path))
+        #expect(!record.modules.contains { $0.path == libraries.unloaded.path }, "a library closed after start is listed")
+
+        let frame0 = try #require(record.frames.first)
+        #expect(record.module(containing: frame0.lookupAddress)?.path == libraries.plugin.path)
+        let frames = try LLVMSymbolizer.symbolize(record)
+        #expect(frames[0].mentions("plugin_crash"), "frame 0:\n\(describe(frames))")
+        _ = checkOrder(["plugin_crash", "callPlugin", "level5", "level4", "level3", "level2", "level1"], in: frames)
+    }
+
+    @Test("when the walk fails, the table from start is written and the record says so")
+    func fallsBackToInstallTable() throws {
+        let libraries = try buildPluginLibraries()
+        let run = try FixtureRun.run("dlopened-library-crash", .debug, environment: [
+            "CRASH_FIXTURE_PLUGIN": libraries.plugin.path, "CRASH_FIXTURE_UNLOADED": libraries.unloaded.path,
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "modules-walk-fails",
+        ])
+        let record = try run.onlyRecord()
+        #expect(record.hasEnd && record.problems.isEmpty)
+        #expect(record.moduleTable?.source == "install")
+        // The table from start: the library closed since is still there, the one opened since is not.
+        #expect(record.modules.contains { $0.path == libraries.unloaded.path })
+        #expect(!record.modules.contains { $0.path == libraries.plugin.path })
+        // Frame 0 is in no module of that table, or (seen: the loader reused the closed library's
+        // addresses) in the wrong one: what the walk at the crash is for.
+        let frame0 = try #require(record.frames.first)
+        #expect(record.module(containing: frame0.lookupAddress)?.path != libraries.plugin.path)
+        try checkModules(record)
+    }
+}
