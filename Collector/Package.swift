@@ -24,6 +24,7 @@ let package = Package(
         // --database postgres://…: several collectors share one database.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),   // postgres-nio's, for sslmode=require
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),     // postgres-nio's: SHA-256 of idempotency scopes
     ],
     targets: [
         // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
@@ -40,13 +41,16 @@ let package = Package(
                 // Symbolication on arrival of records sent raw (stripped binaries): libdw, a symbol store, debuginfod.
                 .product(name: "CrashSymbolication", package: "swift-crash-reporting"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),   // MaximumAvailableConnections
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),   // NIOThreadPool: uploads' work off the cooperative pool
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
@@ -64,7 +68,8 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Hummingbird", package: "hummingbird"),   // the alert webhook's listener
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "PostgresNIO", package: "postgres-nio")]
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Crypto", package: "swift-crypto")]   // the CSP's script hash, checked
         ),
     ]
 )

@@ -5,6 +5,10 @@ import Foundation
 public struct CollectorConfiguration: Sendable {
     /// Bearer tokens accepted by the upload endpoints.
     public var ingestTokens: Set<String>
+    /// The apps (bundle ids) a token may write for: its diagnostics, session beacons and API logs;
+    /// another app's are answered 403. A token absent here may write for any app (a plain
+    /// `--token SECRET`, as before tokens were bound).
+    public var tokenBundleIDs: [String: Set<String>]
     /// The dashboard's and read API's password (HTTP basic auth, any user name).
     public var dashboardPassword: String
     /// Reports, sessions and API logs older than this are deleted (seed 000: 30 days).
@@ -13,8 +17,27 @@ public struct CollectorConfiguration: Sendable {
     public var acceptAnonymousLogs: Bool
     /// Seed 000: 5 MB, counted on the body as sent (compressed when gzip'd).
     public var maxBodyBytes: Int
-    /// A gzip'd body may inflate to this much at most (a 5 MB bomb is gigabytes).
+    /// A gzip'd body may inflate to this much at most (a 5 MB bomb is gigabytes). Seed 000's limits
+    /// make a real payload a few MB at most: 500 logs of 1000 characters, 100 KB of custom data,
+    /// 5 reports of 50 frames per thread.
     public var maxInflatedBytes: Int
+    /// Uploads (all three upload endpoints) admitted at once, their bodies being read or their work
+    /// queued or running; past it, 503 with Retry-After.
+    public var uploadsInFlight: Int
+    /// Uploads one token may have in flight; past it, 429 with Retry-After.
+    public var uploadsInFlightPerToken: Int
+    /// Tests hand in a gate they hold slots of; nil: one made from the two numbers above.
+    var uploadGate: UploadGate?
+    /// A connection that sends nothing for this long is closed: idle between requests, or stalled in
+    /// a request's head or body. nil: never.
+    public var idleTimeout: Duration? = CollectorConfiguration.defaultIdleTimeout
+    /// Connections open at once; past it new ones wait in the listen backlog. 0: no limit.
+    public var maxConnections: Int = CollectorConfiguration.defaultMaxConnections
+    public static let defaultIdleTimeout: Duration = .seconds(30)
+    public static let defaultMaxConnections = 512
+    /// How long an address is refused after its fifth wrong dashboard password in a row, doubling
+    /// with each further one (at most 15 minutes).
+    public var loginBackoff: Duration = .seconds(1)
     /// What the Connect App modal offers as the server's address when the collector listens on
     /// every interface; nil to detect the first LAN address.
     public var advertisedHost: String?
@@ -33,23 +56,32 @@ public struct CollectorConfiguration: Sendable {
     public var symbolication: ArrivalSymbolication?
 
     public static let seedBodyLimit = 5 * 1024 * 1024
+    public static let defaultMaxInflatedBytes = 8 * 1024 * 1024
+    public static let defaultUploadsInFlight = 32
+    public static let defaultUploadsInFlightPerToken = 16
     /// A token is usually one app on every host it runs on: generous, against floods, not use.
     public static let defaultRateLimit = 50.0
     public static let defaultRateBurst = 500
 
-    public init(ingestTokens: Set<String>, dashboardPassword: String, retentionDays: Int = 30,
+    public init(ingestTokens: Set<String>, tokenBundleIDs: [String: Set<String>] = [:], dashboardPassword: String,
+                retentionDays: Int = 30,
                 acceptAnonymousLogs: Bool = false, maxBodyBytes: Int = CollectorConfiguration.seedBodyLimit,
-                maxInflatedBytes: Int = 64 * 1024 * 1024, advertisedHost: String? = nil,
+                maxInflatedBytes: Int = CollectorConfiguration.defaultMaxInflatedBytes,
+                uploadsInFlight: Int = CollectorConfiguration.defaultUploadsInFlight,
+                uploadsInFlightPerToken: Int = CollectorConfiguration.defaultUploadsInFlightPerToken, advertisedHost: String? = nil,
                 rateLimit: Double = CollectorConfiguration.defaultRateLimit,
                 rateBurst: Int = CollectorConfiguration.defaultRateBurst, alertRule: AlertRule = AlertRule(),
                 alertWebhook: URL? = nil, alertCheckInterval: Duration = .seconds(60),
                 symbolication: ArrivalSymbolication? = nil) {
         self.ingestTokens = ingestTokens
+        self.tokenBundleIDs = tokenBundleIDs
         self.dashboardPassword = dashboardPassword
         self.retentionDays = retentionDays
         self.acceptAnonymousLogs = acceptAnonymousLogs
         self.maxBodyBytes = maxBodyBytes
         self.maxInflatedBytes = maxInflatedBytes
+        self.uploadsInFlight = uploadsInFlight
+        self.uploadsInFlightPerToken = uploadsInFlightPerToken
         self.advertisedHost = advertisedHost
         self.rateLimit = rateLimit
         self.rateBurst = rateBurst

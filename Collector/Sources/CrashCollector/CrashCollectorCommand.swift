@@ -14,7 +14,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         abstract: "Receives, groups and shows crash reports from swift-crash-reporting (seed 000's upload endpoint).",
         discussion: """
             Environment fallbacks: COLLECTOR_HOST, COLLECTOR_PORT, COLLECTOR_DATABASE, COLLECTOR_TOKENS (comma-separated),
-            COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
+            COLLECTOR_TOKEN_FILE, COLLECTOR_DASHBOARD_PASSWORD, COLLECTOR_DASHBOARD_PASSWORD_FILE, COLLECTOR_UPLOADS_IN_FLIGHT,
+            COLLECTOR_UPLOADS_PER_TOKEN, COLLECTOR_IDLE_TIMEOUT, COLLECTOR_MAX_CONNECTIONS, COLLECTOR_RETENTION_DAYS, COLLECTOR_ADVERTISED_HOST, COLLECTOR_ANONYMOUS_LOGS=1,
             COLLECTOR_RATE_LIMIT, COLLECTOR_RATE_BURST, COLLECTOR_ALERT_FACTOR, COLLECTOR_ALERT_MINIMUM, COLLECTOR_ALERT_WEBHOOK,
             COLLECTOR_SYMBOLS (folders separated by ':'), DEBUGINFOD_URLS (elfutils' variable: space-separated URLs).
             """,
@@ -29,11 +30,32 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Option(help: "SQLite file path (default ./crash-collector.sqlite), or a postgres:// URL.")
     var database: String?
 
-    @Option(name: .customLong("token"), help: "An ingest token apps send as 'Authorization: Bearer …' (repeatable).")
+    @Option(name: .customLong("token"), help: ArgumentHelp(
+        "An ingest token apps send as 'Authorization: Bearer …' (repeatable): SECRET for any app, or BUNDLE_ID[,BUNDLE_ID…]:SECRET for those apps only. Visible in ps: prefer --token-file.",
+        valueName: "token"))
     var tokens: [String] = []
 
-    @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name); generated and printed when absent.")
+    @Option(name: [.customLong("token-file"), .customLong("tokens-file")], help: ArgumentHelp(
+        "A file of ingest tokens, one per line in --token's form ('#' comments); repeatable.", valueName: "file"))
+    var tokenFiles: [String] = []
+
+    @Option(help: "Password for the dashboard and read API (HTTP basic auth, any user name), 12 characters or more; generated and printed when absent. Visible in ps: prefer --dashboard-password-file.")
     var dashboardPassword: String?
+
+    @Option(help: ArgumentHelp("A file whose first line is the dashboard password.", valueName: "file"))
+    var dashboardPasswordFile: String?
+
+    @Option(help: "Uploads admitted at once (bodies being read, work queued or running); past it 503 with Retry-After (default 32).")
+    var uploadsInFlight: Int?
+
+    @Option(help: "Uploads one token may have in flight; past it 429 with Retry-After (default 16).")
+    var uploadsPerToken: Int?
+
+    @Option(help: "Close a connection that sends nothing for this many seconds: idle, or stalled in a request's head or body (default 30; 0: never).")
+    var idleTimeout: Int?
+
+    @Option(help: "Connections open at once; past it new ones wait to be accepted (default 512; 0: no limit).")
+    var maxConnections: Int?
 
     @Option(help: "Delete reports and logs older than this many days; 0 keeps everything (default 30).")
     var retentionDays: Int?
@@ -75,19 +97,33 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let host = host ?? environment["COLLECTOR_HOST"] ?? "127.0.0.1"
         let port = try port ?? environment["COLLECTOR_PORT"].map(parseInt("COLLECTOR_PORT")) ?? 9090
         let database = database ?? environment["COLLECTOR_DATABASE"] ?? "crash-collector.sqlite"
-        var tokens = Set(tokens)
-        if tokens.isEmpty, let list = environment["COLLECTOR_TOKENS"] {
-            tokens = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        let ingestTokens = try Self.ingestTokens(flags: tokens, files: tokenFiles, environment: environment)
+        guard !ingestTokens.isEmpty else {
+            throw ValidationError("at least one ingest token is required: --token-file FILE, --token TOKEN or COLLECTOR_TOKENS=a,b")
         }
-        guard !tokens.isEmpty else {
-            throw ValidationError("at least one ingest token is required: --token TOKEN or COLLECTOR_TOKENS=a,b")
-        }
+        let (secrets, tokenBundleIDs) = IngestToken.configuration(ingestTokens)
         var password = dashboardPassword ?? environment["COLLECTOR_DASHBOARD_PASSWORD"]
+        if let file = dashboardPasswordFile ?? environment["COLLECTOR_DASHBOARD_PASSWORD_FILE"] {
+            guard password == nil else { throw ValidationError("--dashboard-password and --dashboard-password-file: one of them") }
+            do { password = try Secrets.firstLine(ofFile: file) } catch { throw ValidationError("--dashboard-password-file: \(error)") }
+        }
         var generated = false
         if password?.isEmpty ?? true {
-            password = (0..<12).map { _ in String("abcdefghijkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
+            password = (0..<16).map { _ in String("abcdefghijkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
             generated = true
+        } else if let weakness = Secrets.weakness(ofPassword: password!) {
+            throw ValidationError("the dashboard password is too easy to guess: \(weakness); leave it out to have one generated")
         }
+        let inFlight = try uploadsInFlight ?? environment["COLLECTOR_UPLOADS_IN_FLIGHT"].map(parseInt("COLLECTOR_UPLOADS_IN_FLIGHT"))
+            ?? CollectorConfiguration.defaultUploadsInFlight
+        let perToken = try uploadsPerToken ?? environment["COLLECTOR_UPLOADS_PER_TOKEN"].map(parseInt("COLLECTOR_UPLOADS_PER_TOKEN"))
+            ?? CollectorConfiguration.defaultUploadsInFlightPerToken
+        guard inFlight >= 1, perToken >= 1 else { throw ValidationError("uploads in flight, overall and per token, are 1 or more") }
+        let idle = try idleTimeout ?? environment["COLLECTOR_IDLE_TIMEOUT"].map(parseInt("COLLECTOR_IDLE_TIMEOUT"))
+            ?? Int(CollectorConfiguration.defaultIdleTimeout.components.seconds)
+        let connections = try maxConnections ?? environment["COLLECTOR_MAX_CONNECTIONS"].map(parseInt("COLLECTOR_MAX_CONNECTIONS"))
+            ?? CollectorConfiguration.defaultMaxConnections
+        guard idle >= 0, connections >= 0 else { throw ValidationError("the idle time-out and the connection limit are 0 or more") }
         let retention = try retentionDays ?? environment["COLLECTOR_RETENTION_DAYS"].map(parseInt("COLLECTOR_RETENTION_DAYS")) ?? 30
         let anonymous = anonymousLogs || environment["COLLECTOR_ANONYMOUS_LOGS"] == "1"
         let rate = try rateLimit ?? environment["COLLECTOR_RATE_LIMIT"].map(parseDouble("COLLECTOR_RATE_LIMIT"))
@@ -119,11 +155,14 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         // Not run here: on a large database (or one shared by several collectors) it is an
         // operator's decision when to re-sign every report.
         if let notice = try await Regrouping.staleRuleNotice(store) { logger.warning("\(notice)") }
-        let configuration = CollectorConfiguration(
-            ingestTokens: tokens, dashboardPassword: password!, retentionDays: retention, acceptAnonymousLogs: anonymous,
+        var configuration = CollectorConfiguration(
+            ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention,
+            acceptAnonymousLogs: anonymous, uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
             advertisedHost: advertisedHost ?? environment["COLLECTOR_ADVERTISED_HOST"], rateLimit: rate, rateBurst: burst,
             alertRule: AlertRule(factor: factor, minimum: minimum), alertWebhook: webhook,
             symbolication: symbolication)
+        configuration.idleTimeout = idle > 0 ? .seconds(idle) : nil
+        configuration.maxConnections = connections
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(
@@ -148,6 +187,25 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         }
         try await app.runService()
         await store.close()
+    }
+
+    /// The ingest tokens of --token and --token-file, else of COLLECTOR_TOKEN_FILE, else of
+    /// COLLECTOR_TOKENS (comma-separated; bound ones as BUNDLE_ID:SECRET, one app each).
+    static func ingestTokens(flags: [String], files: [String], environment: [String: String]) throws -> [IngestToken] {
+        var tokens: [IngestToken] = []
+        do {
+            tokens = try flags.map(IngestToken.init(parsing:))
+            for file in files.isEmpty ? (environment["COLLECTOR_TOKEN_FILE"].map { [$0] } ?? []) : files {
+                tokens += try IngestToken.parseFile(try Secrets.contents(ofFile: file))
+            }
+            if tokens.isEmpty, let list = environment["COLLECTOR_TOKENS"] {
+                tokens = try list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                    .map(IngestToken.init(parsing:))
+            }
+        } catch let error as SecretsError {
+            throw ValidationError("ingest tokens: \(error.message)")
+        }
+        return tokens
     }
 
     /// Symbolication on arrival when a symbol folder or a debuginfod server is given; nil otherwise.

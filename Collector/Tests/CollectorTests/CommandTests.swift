@@ -17,7 +17,7 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["COLLECTOR_TOKENS"] = "env-token-1, env-token-2"
         environment["COLLECTOR_DATABASE"] = database.location
-        environment["COLLECTOR_DASHBOARD_PASSWORD"] = "env-pass"
+        environment["COLLECTOR_DASHBOARD_PASSWORD"] = "env-dashboard-pass"
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
@@ -40,7 +40,7 @@ import Testing
             port: port, method: "POST", path: "/api/v1/qa/diagnostics", headers: ["Authorization": "Bearer env-token-2"],
             body: try Fixtures.samplePayloadData())
         #expect(upload.answer.status == 201)
-        let credentials = Data("x:env-pass".utf8).base64EncodedString()
+        let credentials = Data("x:env-dashboard-pass".utf8).base64EncodedString()
         let issues = try await RawHTTP.request(port: port, method: "GET", path: "/api/issues",
                                                headers: ["Authorization": "Basic \(credentials)"])
         #expect(issues.status == 200)

@@ -2,6 +2,7 @@
 // event, the API logs of seed 003, and seed 002's Connect App modal. Plain HTML with every value
 // escaped; the only script is the modal's (validation, deep link, QR image, copy).
 import CrashReportModel
+import Crypto
 import Foundation
 
 struct Dashboard: Sendable {
@@ -342,7 +343,7 @@ struct Dashboard: Sendable {
         let options = hosts.map { "<option>\(h($0))</option>" }.joined()
         let warning = ConnectLink.isLoopback(hosts[0]) ? "<p class=\"warning\">\(h(Self.loopbackWarning))</p>" : ""
         return """
-            <dialog id="connect"><form method="dialog" onsubmit="return false">
+            <dialog id="connect"><form method="dialog" id="connect-form">
             <h2>Connect App</h2>
             <label>App bundle id <input id="app-id" placeholder="com.example.app" autocomplete="off" required></label>
             <p id="app-id-error" class="error" hidden></p>
@@ -353,59 +354,71 @@ struct Dashboard: Sendable {
             <figcaption>Scan with the phone's camera: the app opens and sends to this collector.</figcaption></figure>
             <p id="qr-error" class="error" hidden>The QR code could not be generated.</p>
             <p><button type="button" id="copy">Copy link</button> <span id="copied" hidden>Copied</span>
-               <button type="button" onclick="document.getElementById('connect').close()">Close</button></p>
+               <button type="button" id="close-connect">Close</button></p>
             \(warning)
             <p class="help">The phone or machine running the app must be on the same LAN as this collector, and
             the collector must listen on the LAN interface (<code>--host 0.0.0.0</code>), not only on
             <code>127.0.0.1</code>. The app registers the URL scheme <code>dev-see-&lt;bundle id&gt;</code> and passes the
             link to <code>CrashReporter.handleURL(_:)</code>.</p>
             </form></dialog>
-            <script>
-            (function () {
-              var id = document.getElementById('app-id'), ip = document.getElementById('server-ip'),
-                  port = document.getElementById('server-port'), link = document.getElementById('deep-link'),
-                  error = document.getElementById('app-id-error'), qr = document.getElementById('qr'),
-                  qrBox = document.getElementById('qr-box'), qrError = document.getElementById('qr-error');
-              // The server's rule (ConnectLink.validate): dot-separated labels of letters, digits, hyphens.
-              var valid = /^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$/;
-              function update() {
-                var value = id.value.trim();
-                var ok = value.length > 0 && value.length <= 155 && valid.test(value);
-                error.hidden = ok || value.length === 0;
-                error.textContent = ok ? '' : 'A bundle id has letters, digits and hyphens, separated by dots (e.g. com.example.app)';
-                link.value = ok ? 'dev-see-' + value + '://connect?server_ip=' + encodeURIComponent(ip.value) +
-                  '&server_port=' + encodeURIComponent(port.value) : '';
-                // The QR code of the same link, drawn by the server (libqrencode), redrawn on every change.
-                if (ok) {
-                  var src = '/connect/qr.svg?app_id=' + encodeURIComponent(value) + '&host=' + encodeURIComponent(ip.value) +
-                    '&port=' + encodeURIComponent(port.value);
-                  if (qr.getAttribute('src') !== src) { qr.setAttribute('src', src); }
-                  qrBox.hidden = false;
-                } else {
-                  qr.removeAttribute('src'); qrBox.hidden = true; qrError.hidden = true;
-                }
-              }
-              qr.addEventListener('load', function () { qrError.hidden = true; qrBox.hidden = !qr.getAttribute('src'); });
-              qr.addEventListener('error', function () {
-                if (!qr.getAttribute('src')) { return; }
-                qrBox.hidden = true; qrError.hidden = false;
-              });
-              id.addEventListener('input', update); ip.addEventListener('change', update); port.addEventListener('input', update);
-              function open() { document.getElementById('connect').showModal(); id.focus(); }
-              document.getElementById('open-connect').addEventListener('click', open);
-              // A link to #connect (or #connect=<bundle id>) opens the modal, filled in.
-              var hash = decodeURIComponent(location.hash.slice(1));
-              if (hash === 'connect' || hash.indexOf('connect=') === 0) { id.value = hash.slice(8); update(); open(); }
-              document.getElementById('copy').addEventListener('click', function () {
-                if (!link.value) { update(); return; }
-                var done = function () { var c = document.getElementById('copied'); c.hidden = false; setTimeout(function () { c.hidden = true; }, 1500); };
-                if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(link.value).then(done); }
-                else { link.select(); document.execCommand('copy'); done(); }
-              });
-            })();
-            </script>
+            <script>\(Self.connectScript)</script>
             """
     }
+
+    /// The Connect App modal's script: the only script of the dashboard, served inline and allowed
+    /// by its hash in the Content-Security-Policy (no 'unsafe-inline' for scripts, no inline handlers).
+    static let connectScript = """
+    (function () {
+      var id = document.getElementById('app-id'), ip = document.getElementById('server-ip'),
+          port = document.getElementById('server-port'), link = document.getElementById('deep-link'),
+          error = document.getElementById('app-id-error'), qr = document.getElementById('qr'),
+          qrBox = document.getElementById('qr-box'), qrError = document.getElementById('qr-error');
+      // The server's rule (ConnectLink.validate): dot-separated labels of letters, digits, hyphens.
+      var valid = /^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$/;
+      function update() {
+        var value = id.value.trim();
+        var ok = value.length > 0 && value.length <= 155 && valid.test(value);
+        error.hidden = ok || value.length === 0;
+        error.textContent = ok ? '' : 'A bundle id has letters, digits and hyphens, separated by dots (e.g. com.example.app)';
+        link.value = ok ? 'dev-see-' + value + '://connect?server_ip=' + encodeURIComponent(ip.value) +
+          '&server_port=' + encodeURIComponent(port.value) : '';
+        // The QR code of the same link, drawn by the server (libqrencode), redrawn on every change.
+        if (ok) {
+          var src = '/connect/qr.svg?app_id=' + encodeURIComponent(value) + '&host=' + encodeURIComponent(ip.value) +
+            '&port=' + encodeURIComponent(port.value);
+          if (qr.getAttribute('src') !== src) { qr.setAttribute('src', src); }
+          qrBox.hidden = false;
+        } else {
+          qr.removeAttribute('src'); qrBox.hidden = true; qrError.hidden = true;
+        }
+      }
+      qr.addEventListener('load', function () { qrError.hidden = true; qrBox.hidden = !qr.getAttribute('src'); });
+      qr.addEventListener('error', function () {
+        if (!qr.getAttribute('src')) { return; }
+        qrBox.hidden = true; qrError.hidden = false;
+      });
+      id.addEventListener('input', update); ip.addEventListener('change', update); port.addEventListener('input', update);
+      function open() { document.getElementById('connect').showModal(); id.focus(); }
+      document.getElementById('open-connect').addEventListener('click', open);
+      document.getElementById('close-connect').addEventListener('click', function () { document.getElementById('connect').close(); });
+      // Enter in a field must not submit (and close) the dialog.
+      document.getElementById('connect-form').addEventListener('submit', function (event) { event.preventDefault(); });
+      // A link to #connect (or #connect=<bundle id>) opens the modal, filled in.
+      var hash = decodeURIComponent(location.hash.slice(1));
+      if (hash === 'connect' || hash.indexOf('connect=') === 0) { id.value = hash.slice(8); update(); open(); }
+      document.getElementById('copy').addEventListener('click', function () {
+        if (!link.value) { update(); return; }
+        var done = function () { var c = document.getElementById('copied'); c.hidden = false; setTimeout(function () { c.hidden = true; }, 1500); };
+        if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(link.value).then(done); }
+        else { link.select(); document.execCommand('copy'); done(); }
+      });
+    })();
+    """
+
+    /// `'sha256-…'` of connectScript, as script-src names it.
+    static let connectScriptHash: String = {
+        "'sha256-" + Data(SHA256.hash(data: Data(connectScript.utf8))).base64EncodedString() + "'"
+    }()
 
     // MARK: Layout
 

@@ -2,6 +2,7 @@
 // 003's POST /api/logs, answering as Tests/Support/fake_collector.py does (the runtime's tests
 // were written against it). Checks run in its order: token, size, idempotency, then the payload.
 import CrashReportModel
+import Crypto
 import Foundation
 import Logging
 
@@ -23,6 +24,14 @@ struct APIAnswer: Sendable {
     static let unauthorized = error(401, "unauthorized", "Missing or invalid bearer token")
     static let tooLarge = json(413, TooLargeBody(
         error: "payload_too_large", message: "Payload exceeds 5MB limit", max_size_bytes: CollectorConfiguration.seedBodyLimit))
+
+    /// A gzip'd body that inflates past the collector's cap: the seed's 413, the cap named beside
+    /// the 5 MB the runtime shrinks its payload to.
+    static func inflatesTooLarge(limit: Int) -> APIAnswer {
+        json(413, TooLargeBody(
+            error: "payload_too_large", message: "Payload inflates past the \(limit)-byte limit",
+            max_size_bytes: CollectorConfiguration.seedBodyLimit, max_inflated_bytes: limit))
+    }
 }
 
 struct ErrorBody: Codable {
@@ -35,6 +44,7 @@ struct TooLargeBody: Codable {
     var error: String
     var message: String
     var max_size_bytes: Int
+    var max_inflated_bytes: Int? = nil
 }
 
 /// Seed 000's 201 body.
@@ -71,34 +81,57 @@ struct Ingest: Sendable {
 
     /// Constant-time against each accepted token, so the answer's timing does not tell how much
     /// of a guessed token was right.
-    func isAuthorized(_ authorization: String?) -> Bool {
-        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+    func isAuthorized(_ authorization: String?) -> Bool { token(authorization) != nil }
+
+    /// The accepted token the header carries, found in constant time; nil when none.
+    func token(_ authorization: String?) -> String? {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }
         let offered = Array(authorization.dropFirst("Bearer ".count).utf8)
-        var matched = false
+        var matched: String?
         for token in configuration.ingestTokens where !token.isEmpty {
-            matched = constantTimeEqual(offered, Array(token.utf8)) || matched
+            if constantTimeEqual(offered, Array(token.utf8)) { matched = token }
         }
         return matched
     }
 
+    /// A 403 when `token` is bound to apps and `bundleIDs` names another; nil to go on.
+    func forbidden(_ token: String?, writingFor bundleIDs: [String]) -> APIAnswer? {
+        guard let token, let allowed = configuration.tokenBundleIDs[token] else { return nil }
+        let others = Array(Set(bundleIDs.filter { !allowed.contains($0) })).sorted()
+        guard !others.isEmpty else { return nil }
+        return .error(403, "forbidden", "This token may not write for \(others.joined(separator: ", "))",
+                      details: others.map { "\($0): not an app of this token" })
+    }
+
     func diagnostics(authorization: String?, idempotencyKey: String?, contentEncoding: String?, body: ReceivedBody,
                      now: Date = Date()) async throws -> APIAnswer {
-        guard isAuthorized(authorization) else { return .unauthorized }
+        guard let token = self.token(authorization) else { return .unauthorized }
         guard case .complete(let raw) = body else { return .tooLarge }
-        let key = idempotencyKey.flatMap { $0.isEmpty ? nil : $0 }
-        if let key, let first = try await store.answer(forIdempotencyKey: key) {
-            return APIAnswer(status: 201, body: Data(first.utf8))
+        if let idempotencyKey, idempotencyKey.utf8.count > Idempotency.maxKeyBytes {
+            return .error(400, "validation_failed", "Idempotency-Key longer than \(Idempotency.maxKeyBytes) bytes",
+                          details: ["Idempotency-Key: at most \(Idempotency.maxKeyBytes) bytes"])
         }
         var payload: DiagnosticsPayload
+        let key: Idempotency?
         do {
-            payload = try PayloadDecoding.decode(try inflated(raw, contentEncoding: contentEncoding))
+            let json = try inflated(raw, contentEncoding: contentEncoding)
+            // Scoped to the token: another token's key is another key. A repeat (same token, same
+            // key, same JSON) gets the first answer; the same key with another body is a 409.
+            key = idempotencyKey.flatMap { $0.isEmpty ? nil : Idempotency(token: token, key: $0, body: json) }
+            if let key, let first = try await store.answer(forIdempotencyKey: key.storedKey) {
+                return key.answer(repeating: first)
+            }
+            try UploadLimits.diagnosticsUpload.check(json)
+            payload = try PayloadDecoding.decode(json)
         } catch let failure as ValidationFailure {
             return .error(400, "validation_failed", failure.message, details: failure.details)
-        } catch Gzip.Failure.tooLarge {
-            return .tooLarge
+        } catch Gzip.Failure.tooLarge(let limit) {
+            return .inflatesTooLarge(limit: limit)
         } catch {
             return .error(400, "validation_failed", "\(error)", details: ["\(error)"])
         }
+
+        if let answer = forbidden(token, writingFor: [payload.app_metadata.bundle_id]) { return answer }
 
         // Before grouping: a raw report's issue is then signed by its function names.
         if let symbolication = configuration.symbolication {
@@ -117,11 +150,11 @@ struct Ingest: Sendable {
         let answer = AcceptedBody(diagnostics_id: Self.newDiagnosticsID(), test_run_id: payload.test_run_id,
                                   received_at: Timestamp.format(now), status: "accepted")
         let answerText = String(decoding: try JSONEncoder.api.encode(answer), as: UTF8.self)
-        let record = try Self.record(payload, diagnosticsID: answer.diagnostics_id, idempotencyKey: key, answer: answerText,
-                                     receivedAt: now)
+        let record = try Self.record(payload, diagnosticsID: answer.diagnostics_id, idempotencyKey: key?.storedKey,
+                                     answer: key?.stored(answerText) ?? answerText, receivedAt: now)
         switch try await store.ingest(record) {
         case .stored: return APIAnswer(status: 201, body: Data(answerText.utf8))
-        case .duplicate(let first): return APIAnswer(status: 201, body: Data(first.utf8))
+        case .duplicate(let first): return key?.answer(repeating: first) ?? APIAnswer(status: 201, body: Data(first.utf8))
         }
     }
 
@@ -162,15 +195,20 @@ struct Ingest: Sendable {
 
     func apiLogs(authorization: String?, contentEncoding: String?, body: ReceivedBody, now: Date = Date()) async throws -> APIAnswer {
         guard mayPostLogs(authorization: authorization) else { return .unauthorized }
+        let token = self.token(authorization)
         guard case .complete(let raw) = body else { return .tooLarge }
         let events: [JSONValue]
         do {
-            switch try JSONDecoder().decode(JSONValue.self, from: Data(try inflated(raw, contentEncoding: contentEncoding))) {
+            let json = try inflated(raw, contentEncoding: contentEncoding)
+            try UploadLimits.apiLogs.check(json)
+            switch try JSONDecoder().decode(JSONValue.self, from: Data(json)) {
             case .array(let values): events = values
             case let value: events = [value]
             }
-        } catch Gzip.Failure.tooLarge {
-            return .tooLarge
+        } catch let failure as ValidationFailure {
+            return .error(400, "validation_failed", failure.message, details: failure.details)
+        } catch Gzip.Failure.tooLarge(let limit) {
+            return .inflatesTooLarge(limit: limit)
         } catch {
             let reason = error is Gzip.Failure ? "\(error)" : "invalid JSON: \(PayloadDecoding.describe(error))"
             return .error(400, "validation_failed", reason, details: [])
@@ -191,6 +229,10 @@ struct Ingest: Sendable {
         }
         if !problems.isEmpty {
             return .error(400, "validation_failed", problems[0], details: problems)
+        }
+        // A token bound to apps writes only their logs: each event names its appId.
+        if let token, configuration.tokenBundleIDs[token] != nil {
+            if let answer = forbidden(token, writingFor: records.map { $0.appID ?? "(no appId)" }) { return answer }
         }
         let stored = try await store.insertAPILogs(records)
         return .json(201, LogsAcceptedBody(accepted: stored))
@@ -245,5 +287,39 @@ extension JSONValue {
         case .double(let number) where number.rounded() == number && abs(number) < 9e18: return Int64(number)
         default: return nil
         }
+    }
+}
+
+/// An Idempotency-Key as stored: scoped to the token that sent it (a hash of the token, never the
+/// token), with a digest of the JSON it came with kept after the first answer, so that the same key
+/// with another body is told apart (409) from a repeat (the first answer again).
+struct Idempotency {
+    static let maxKeyBytes = 256
+
+    /// "t" + 16 hex digits of SHA-256(token) + ":" + the key as sent.
+    let storedKey: String
+    /// SHA-256 of the inflated JSON, hex.
+    let digest: String
+
+    init(token: String, key: String, body: [UInt8]) {
+        let scope = SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined().prefix(16)
+        storedKey = "t\(scope):\(key)"
+        digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// What the uploads table keeps as the answer: the 201 body, a newline (JSON text written by
+    /// JSONEncoder has none), the body's digest.
+    func stored(_ answer: String) -> String { answer + "\nsha256:" + digest }
+
+    /// The answer to a repeat of a stored key: the first answer for the same body, 409 otherwise.
+    /// An answer stored before keys had digests is taken as the same body.
+    func answer(repeating stored: String) -> APIAnswer {
+        guard let newline = stored.lastIndex(of: "\n") else { return APIAnswer(status: 201, body: Data(stored.utf8)) }
+        let first = String(stored[..<newline])
+        guard stored[stored.index(after: newline)...] == "sha256:" + digest else {
+            return .error(409, "idempotency_conflict", "This Idempotency-Key was already used with another body",
+                          details: ["Idempotency-Key: reused with a different payload"])
+        }
+        return APIAnswer(status: 201, body: Data(first.utf8))
     }
 }

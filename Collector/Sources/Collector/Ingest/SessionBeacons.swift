@@ -19,16 +19,20 @@ extension Ingest {
         guard case .complete(let raw) = body else { return .tooLarge }
         let beacons: [SessionBeacon]
         do {
-            let value = try JSONDecoder().decode(JSONValue.self, from: Data(try inflated(raw, contentEncoding: contentEncoding)))
+            let json = try inflated(raw, contentEncoding: contentEncoding)
+            try UploadLimits.sessionBeacons.check(json)
+            let value = try JSONDecoder().decode(JSONValue.self, from: Data(json))
             beacons = try Self.beacons(value, receivedAt: now)
         } catch let failure as ValidationFailure {
             return .error(400, "validation_failed", failure.message, details: failure.details)
-        } catch Gzip.Failure.tooLarge {
-            return .tooLarge
+        } catch Gzip.Failure.tooLarge(let limit) {
+            return .inflatesTooLarge(limit: limit)
         } catch {
             let reason = error is Gzip.Failure ? "\(error)" : "invalid JSON: \(PayloadDecoding.describe(error))"
             return .error(400, "validation_failed", reason, details: [reason])
         }
+        // A token bound to apps counts sessions of its apps only.
+        if let answer = forbidden(token(authorization), writingFor: beacons.map(\.bundleID)) { return answer }
         try await store.recordSessions(beacons, receivedAt: now)
         return .json(202, SessionsAcceptedBody(accepted: beacons.count))
     }

@@ -4,6 +4,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -28,7 +29,7 @@ public final class ListeningAddress: Sendable {
 }
 
 public enum CollectorServer {
-    public typealias App = Application<RouterResponder<BasicRequestContext>>
+    public typealias App = Application<RouterResponder<CollectorRequestContext>>
 
     /// The application, not yet running: `try await app.runService()` (or add it to a ServiceGroup).
     /// `onListening` gets the bound address, once.
@@ -38,6 +39,17 @@ public enum CollectorServer {
     ) -> App {
         let address = ListeningAddress(host: host, port: port)
         let router = makeRouter(store: store, configuration: configuration, address: address, logger: logger)
+        let ingest = Ingest(store: store, configuration: configuration, logger: logger)
+        let uploadPaths: Set<String> = ["/api/v1/qa/diagnostics", "/api/v1/sessions", "/api/logs"]
+        /// An upload's head: an accepted token (none for anonymous logs when allowed) and no
+        /// Content-Length over the limit; other requests always.
+        let uploadMayReadBody: @Sendable (HTTPRequest) -> Bool = { head in
+            guard head.method == .post, let path = head.path?.split(separator: "?", maxSplits: 1).first.map(String.init),
+                  uploadPaths.contains(path) else { return true }
+            if let length = head.headerFields[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes { return false }
+            let authorization = head.headerFields[.authorization]
+            return path == "/api/logs" ? ingest.mayPostLogs(authorization: authorization) : ingest.isAuthorized(authorization)
+        }
         var services: [any Service] = []
         if configuration.retentionDays > 0 {
             services.append(RetentionService(store: store, days: configuration.retentionDays, logger: logger))
@@ -48,8 +60,15 @@ public enum CollectorServer {
         }
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
-            configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector"),
+            // The idle time-out closes a connection that sends nothing for that long: between
+            // requests, in the middle of a request's head (slowloris), or between body chunks.
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [ExpectContinueHandler(mayReadBody: uploadMayReadBody)],
+                idleTimeout: configuration.idleTimeout.map { .nanoseconds(Int64($0.components.seconds) * 1_000_000_000
+                    + $0.components.attoseconds / 1_000_000_000) })),
+            configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector",
+                                 availableConnectionsDelegate: configuration.maxConnections > 0
+                                    ? MaximumAvailableConnections(configuration.maxConnections, logger: logger) : nil),
             services: services,
             onServerRunning: { channel in
                 if let bound = channel.localAddress?.port { address.set(port: bound) }
@@ -59,14 +78,19 @@ public enum CollectorServer {
     }
 
     static func makeRouter(store: any Store, configuration: CollectorConfiguration, address: ListeningAddress,
-                           logger: Logger) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+                           logger: Logger) -> Router<CollectorRequestContext> {
+        let router = Router(context: CollectorRequestContext.self)
+        router.add(middleware: SecurityHeadersMiddleware())
         let ingest = Ingest(store: store, configuration: configuration, logger: logger)
         let read = ReadAPI(store: store, rule: configuration.alertRule)
         let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost,
                                   rule: configuration.alertRule)
-        let auth = DashboardAuth(password: configuration.dashboardPassword)
+        let auth = DashboardAuth(password: configuration.dashboardPassword,
+                                 throttle: LoginThrottle(base: configuration.loginBackoff), logger: logger)
         let limiter = RateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
+        let gate = configuration.uploadGate
+            ?? UploadGate(overall: configuration.uploadsInFlight, perToken: configuration.uploadsInFlightPerToken)
+        let work = UploadExecutor.shared
         /// A 429 when the request's token (checked before) has used its bucket; nil to go on.
         @Sendable func limited(_ request: Request) -> APIAnswer? {
             guard let limiter else { return nil }
@@ -85,11 +109,15 @@ public enum CollectorServer {
                 // 401 without the server buffering 5 MB first.
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
-                let body = try await collect(request, limit: configuration.maxBodyBytes)
                 let key = request.headers[.idempotencyKey]
-                let answer = try await ingest.diagnostics(
-                    authorization: request.headers[.authorization], idempotencyKey: key,
-                    contentEncoding: request.headers[.contentEncoding], body: body)
+                let answer = try await gate.admitting(request.headers[.authorization] ?? "") {
+                    let body = try await collect(request, limit: configuration.maxBodyBytes)
+                    return try await work.run {
+                        try await ingest.diagnostics(
+                            authorization: request.headers[.authorization], idempotencyKey: key,
+                            contentEncoding: request.headers[.contentEncoding], body: body)
+                    }
+                }
                 // One line per upload: what an operator watching the collector wants to see.
                 logger.info("diagnostics \(answer.status) key=\(key ?? "-") \(answer.status == 201 ? "" : String(decoding: answer.body.prefix(200), as: UTF8.self))")
                 return answer
@@ -100,9 +128,13 @@ public enum CollectorServer {
             await answering(logger) {
                 guard ingest.mayPostLogs(authorization: request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
-                let body = try await collect(request, limit: configuration.maxBodyBytes)
-                return try await ingest.apiLogs(authorization: request.headers[.authorization],
-                                                contentEncoding: request.headers[.contentEncoding], body: body)
+                return try await gate.admitting(request.headers[.authorization] ?? "") {
+                    let body = try await collect(request, limit: configuration.maxBodyBytes)
+                    return try await work.run {
+                        try await ingest.apiLogs(authorization: request.headers[.authorization],
+                                                 contentEncoding: request.headers[.contentEncoding], body: body)
+                    }
+                }
             }
         }
 
@@ -110,15 +142,19 @@ public enum CollectorServer {
             await answering(logger) {
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
-                let body = try await collect(request, limit: configuration.maxBodyBytes)
-                return try await ingest.sessions(authorization: request.headers[.authorization],
-                                                 contentEncoding: request.headers[.contentEncoding], body: body)
+                return try await gate.admitting(request.headers[.authorization] ?? "") {
+                    let body = try await collect(request, limit: configuration.maxBodyBytes)
+                    return try await work.run {
+                        try await ingest.sessions(authorization: request.headers[.authorization],
+                                                  contentEncoding: request.headers[.contentEncoding], body: body)
+                    }
+                }
             }
         }
 
         // Read API: JSON for scripts and the dashboard's own use.
         router.get("/api/issues") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let query = IssueQuery(bundleID: request.uri.queryParameters.get("bundle_id"),
                                        kind: request.uri.queryParameters.get("kind"),
@@ -127,7 +163,7 @@ public enum CollectorServer {
             }
         }
         router.get("/api/issues/{id}") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else {
                     return .error(404, "not_found", "No such issue")
@@ -136,20 +172,20 @@ public enum CollectorServer {
             }
         }
         router.get("/api/logs") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let limit = min(1000, max(1, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
                 return try await read.logs(limit: limit, appID: request.uri.queryParameters.get("app_id"))
             }
         }
         router.get("/api/crash-free") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)))
             }
         }
         router.get("/api/top-crashes") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let query = request.uri.queryParameters
                 let limit = min(100, max(1, query.get("limit", as: Int.self) ?? 10))
@@ -157,18 +193,18 @@ public enum CollectorServer {
             }
         }
         router.get("/api/alerts") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) { .json(200, try await read.alerts()) }
         }
         router.get("/api/connect-link") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             let appID = request.uri.queryParameters.get("app_id") ?? ""
             return json(dashboard.connectLink(appID: appID))
         }
 
         // The Connect App modal's QR code (seed 002): SVG drawn with libqrencode.
         router.get("/connect/qr.svg") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: true) }
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
             let query = request.uri.queryParameters
             switch dashboard.connectQR(appID: query.get("app_id"), host: query.get("host"), port: query.get("port")) {
             case .svg(let svg):
@@ -182,18 +218,18 @@ public enum CollectorServer {
 
         // Dashboard pages.
         router.get("/") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: false) }
+            if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) { try await dashboard.issuesPage() }
         }
         router.get("/issues/{id}") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: false) }
+            if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
                 return try await dashboard.issuePage(id: id, event: request.uri.queryParameters.get("event").flatMap { Int64($0) })
             }
         }
         router.get("/logs") { request, context in
-            guard auth.allows(request) else { return auth.challenge(json: false) }
+            if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) { try await dashboard.logsPage(limit: 200) }
         }
         return router
@@ -248,10 +284,42 @@ extension HTTPField.Name {
     static let idempotencyKey = Self("Idempotency-Key")!
 }
 
+extension APIAnswer {
+    static func loginThrottled(retryAfter: Int) -> APIAnswer {
+        var answer = APIAnswer.json(429, RateLimitedBody(
+            error: "too_many_attempts", message: "Too many wrong passwords from this address; retry after \(retryAfter) s",
+            retry_after: retryAfter))
+        answer.retryAfter = retryAfter
+        return answer
+    }
+}
+
 /// HTTP basic auth with the dashboard password (any user name): browsers ask for it themselves,
 /// scripts send `curl -u :PASSWORD`.
 struct DashboardAuth: Sendable {
     let password: String
+    let throttle: LoginThrottle
+    let logger: Logger
+
+    /// nil when the request may go on; else the 401 challenge, or a 429 for an address that failed
+    /// too often (checked before the password, so a blocked address learns nothing from a guess).
+    func refusal(_ request: Request, _ context: CollectorRequestContext, json: Bool) -> Response? {
+        let address = context.clientAddress
+        if case .blocked(let seconds) = throttle.check(address) {
+            return CollectorServer.json(.loginThrottled(retryAfter: seconds))
+        }
+        if allows(request) {
+            throttle.succeeded(address)
+            return nil
+        }
+        // A request without credentials is a browser's first visit, not a guess.
+        if request.headers[.authorization] != nil, let block = throttle.failed(address) {
+            logger.warning("dashboard: wrong password from \(address); blocked for \(LoginThrottle.seconds(block)) s")
+        } else if request.headers[.authorization] != nil {
+            logger.notice("dashboard: wrong password from \(address)")
+        }
+        return challenge(json: json)
+    }
 
     func allows(_ request: Request) -> Bool {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),

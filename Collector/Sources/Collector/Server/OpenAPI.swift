@@ -26,7 +26,8 @@ enum OpenAPI {
           "TooLarge": {
             "type": "object", "required": ["error", "message", "max_size_bytes"],
             "properties": {"error": {"const": "payload_too_large"}, "message": {"type": "string"},
-                           "max_size_bytes": {"const": 5242880}}
+                           "max_size_bytes": {"const": 5242880},
+                           "max_inflated_bytes": {"description": "Present when a gzip'd body inflates past the collector's cap.", "type": "integer"}}
           },
           "Accepted": {
             "type": "object", "required": ["diagnostics_id", "test_run_id", "received_at", "status"],
@@ -414,12 +415,20 @@ enum OpenAPI {
                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TooLarge"}}}},
           "Invalid": {"description": "validation_failed, with details.",
                       "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-          "RateLimited": {"description": "This token's requests are over the collector's rate limit (--rate-limit, --rate-burst; per collector process).",
+          "RateLimited": {"description": "This token's requests are over the collector's rate limit (--rate-limit, --rate-burst; per collector process: rate_limited), or it has --uploads-per-token uploads in flight (too_many_uploads).",
                           "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}},
                           "content": {"application/json": {"schema": {
                             "type": "object", "required": ["error", "message", "retry_after"],
-                            "properties": {"error": {"const": "rate_limited"}, "message": {"type": "string"},
-                                           "retry_after": {"type": "integer", "minimum": 1}}}}}}
+                            "properties": {"error": {"enum": ["rate_limited", "too_many_uploads"]}, "message": {"type": "string"},
+                                           "retry_after": {"type": "integer", "minimum": 1}}}}}},
+          "Busy": {"description": "The collector has --uploads-in-flight uploads in flight.",
+                   "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}},
+                   "content": {"application/json": {"schema": {
+                     "type": "object", "required": ["error", "message", "retry_after"],
+                     "properties": {"error": {"const": "overloaded"}, "message": {"type": "string"},
+                                    "retry_after": {"type": "integer", "minimum": 1}}}}}},
+          "Forbidden": {"description": "The token is bound to other apps (bundle ids) than the one written for.",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
         }
       },
       "paths": {
@@ -442,9 +451,13 @@ enum OpenAPI {
                       "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}},
               "400": {"$ref": "#/components/responses/Invalid"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Forbidden"},
+              "409": {"description": "This token already used the Idempotency-Key with another body.",
+                      "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
               "413": {"$ref": "#/components/responses/TooLarge"},
               "429": {"$ref": "#/components/responses/RateLimited"},
-              "500": {"description": "Storage failed; the sender retries later."}
+              "500": {"description": "Storage failed; the sender retries later."},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           }
         },
@@ -462,8 +475,10 @@ enum OpenAPI {
                 "type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}}}}},
               "400": {"$ref": "#/components/responses/Invalid"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Forbidden"},
               "413": {"$ref": "#/components/responses/TooLarge"},
-              "429": {"$ref": "#/components/responses/RateLimited"}
+              "429": {"$ref": "#/components/responses/RateLimited"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           }
         },
@@ -479,8 +494,10 @@ enum OpenAPI {
                 "type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}}}}},
               "400": {"$ref": "#/components/responses/Invalid"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Forbidden"},
               "413": {"$ref": "#/components/responses/TooLarge"},
-              "429": {"$ref": "#/components/responses/RateLimited"}
+              "429": {"$ref": "#/components/responses/RateLimited"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           },
           "get": {

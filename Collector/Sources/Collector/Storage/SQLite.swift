@@ -40,6 +40,12 @@ final class SQLiteConnection {
     /// waits up to `busyTimeout` for a lock another process holds instead of failing at once.
     init(path: String, busyTimeout: Duration = .seconds(5)) throws {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        // A new file is the owner's only (0600), whatever the umask: it holds every report and token
+        // scope. SQLite gives its -wal and -shm files the database file's permissions.
+        if path != ":memory:", !path.hasPrefix("file:") {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+        }
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
