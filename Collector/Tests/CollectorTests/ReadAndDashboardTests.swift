@@ -64,6 +64,10 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(events.count == 2)
             #expect(events.allSatisfy { ($0["host"] as? String)?.isEmpty == false }, "\(events)")
             let older = try #require(events.last?["id"] as? Int)
+            let opened = try await collector.read("/api/issues/\(id)?event=\(older)").json
+            #expect((opened["event"] as? [String: Any])?["id"] as? Int == older)
+            #expect((opened["event"] as? [String: Any])?["user_id"] as? String == "user-1")
+            #expect(detail["event"] == nil, "no event asked, none given")
             let latest = try await collector.read("/issues/\(id)")
             #expect(latest.text.contains("<h2>Latest event</h2>"))
             #expect(latest.text.contains("href=\"/issues/\(id)?event=\(older)\""))

@@ -168,7 +168,8 @@ public enum CollectorServer {
                 guard let id = context.parameters.get("id", as: Int64.self) else {
                     return .error(404, "not_found", "No such issue")
                 }
-                return try await read.issue(id: id) ?? .error(404, "not_found", "No such issue")
+                let event = request.uri.queryParameters.get("event").flatMap { Int64($0) }
+                return try await read.issue(id: id, event: event) ?? .error(404, "not_found", "No such issue")
             }
         }
         router.get("/api/logs") { request, context in

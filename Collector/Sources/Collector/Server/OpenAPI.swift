@@ -524,10 +524,11 @@ enum OpenAPI {
         },
         "/api/issues/{id}": {
           "get": {
-            "summary": "One issue, its latest event in full, and its recent events.",
+            "summary": "One issue, its latest event in full, and its recent events; with event, that one of them in full too.",
             "security": [{"dashboard": []}],
-            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
-            "responses": {"200": {"description": "{\"issue\", \"latest_event\", \"events\"}"},
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
+                           {"name": "event", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": {"description": "{\"issue\", \"latest_event\", \"events\", \"event\"}"},
                           "401": {"$ref": "#/components/responses/Unauthorized"},
                           "404": {"description": "No such issue."}}
           }

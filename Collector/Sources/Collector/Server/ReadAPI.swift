@@ -253,8 +253,8 @@ struct ReadAPI: Sendable {
         return .json(200, ["issues": issues.map { IssueJSON($0, trend: trends[$0.id] ?? empty) }])
     }
 
-    func issue(id: Int64) async throws -> APIAnswer? {
-        guard let detail = try await issueDetail(id: id) else { return nil }
+    func issue(id: Int64, event: Int64? = nil) async throws -> APIAnswer? {
+        guard let detail = try await issueDetail(id: id, event: event) else { return nil }
         return .json(200, detail)
     }
 
