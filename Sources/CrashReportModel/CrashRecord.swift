@@ -366,6 +366,13 @@ extension CrashRecord {
             throw CrashRecordError(source: source, line: 1, reason: "empty file, not a crash record")
         }
         guard firstNumber == 1, let header = Self.object(first), header["format"] as? String == Self.format else {
+            // A log with the handler's one-line summary (Configuration.crashLineOnStandardError),
+            // perhaps behind journald's or Docker's prefix: the first such line is the record.
+            for (_, bytes) in lines {
+                guard let marker = bytes.range(of: Self.crashLineMarker), let line = Self.object(bytes[marker.lowerBound...]) else { continue }
+                self = try Self(crashLine: line, source: source)
+                return
+            }
             throw CrashRecordError(source: source, line: firstNumber, reason: "not a crash record (missing \"format\":\"\(Self.format)\" header)")
         }
         guard let version = header["version"] as? Int, Self.readableVersions.contains(version) else {
@@ -413,6 +420,55 @@ extension CrashRecord {
                 problems.append("line \(number): \(type): \(error)")
             }
         }
+    }
+
+    private static let crashLineMarker = Data(#"{"swift_crash_reporting":"crash""#.utf8)
+
+    /// A record made of the handler's one-line summary: signal, thread, the innermost frames as
+    /// module + file offset with build-ids. Each module gets an address range of its own so that
+    /// a frame's file address is its offset; the record is partial (no end line, few frames).
+    init(crashLine line: [String: Any], source: String) throws {
+        guard let signo = line["signo"] as? Int, let frames = line["frames"] as? [[String: Any]] else {
+            throw CrashRecordError(source: source, line: 1, reason: "a crash line without signo or frames")
+        }
+        version = Self.supportedVersion
+        id = line["id"] as? String ?? ""
+        appID = line["app_id"] as? String ?? ""
+        appVersion = line["app_version"] as? String ?? ""
+        processID = Int32(exactly: line["pid"] as? Int ?? 0) ?? 0
+        timestamp = Date(timeIntervalSince1970: Double(Self.unsigned(line["timestamp_ns"]) ?? 0) / 1e9)
+        architecture = ""
+        let names = [4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV", 31: "SIGSYS"]
+        signal = Signal(number: Int32(signo), name: names[signo] ?? "SIG\(signo)", code: Int32(line["code"] as? Int ?? 0),
+                        codeName: "", faultAddress: Address(0), senderPID: nil)
+        let tid = Int32(exactly: line["tid"] as? Int ?? 0) ?? 0
+        thread = Thread(id: tid, name: "", isMain: tid == processID)
+        registers = [:]
+        hasEnd = false
+        problems = []
+        foreignDescription = nil
+        var modules: [Module] = []
+        var recordFrames: [Frame] = []
+        var bases: [String: UInt64] = [:]
+        for (index, frame) in frames.enumerated() {
+            var address = (frame["address"] as? String).flatMap(Address.init(hex:)) ?? Address(0)
+            if let path = frame["path"] as? String, let buildID = frame["build_id"] as? String,
+               let offset = (frame["offset"] as? String).flatMap(Address.init(hex:))?.value {
+                let key = buildID + path
+                let base = bases[key] ?? {
+                    let base = UInt64(bases.count + 1) << 40
+                    bases[key] = base
+                    modules.append(Module(path: path, start: Address(base), end: Address(base + (1 << 40) - 1), bias: Address(base),
+                                          buildID: BuildID(hex: buildID)))
+                    return base
+                }()
+                address = Address(base + offset)
+            }
+            recordFrames.append(Frame(index: index, address: address, kind: index == 0 ? .programCounter : .returnAddress))
+        }
+        self.modules = modules
+        self.frames = recordFrames
+        stack = Stack(unwinder: "crash-line", depth: frames.count, isTruncated: false, depthIsLowerBound: true)
     }
 
     private static let customKeyPrefix = Data(#"{"type":"custom_key","key":"#.utf8)

@@ -31,6 +31,11 @@ public enum CrashReporter {
         /// `oom_kill` with the memory before the end; nil turns it off. Off the hot path: one
         /// thread, two small file reads and a 3 KB file rewrite per sample.
         public var memorySampleInterval: Duration? = .seconds(5)
+        /// At a crash, after the record is durable, one JSON line on standard error (record id,
+        /// signal, thread, the innermost 16 frames as module + offset with build-ids), so journald,
+        /// Docker's logs or an ELK shipper see every crash even when the host never restarts and no
+        /// collector is reachable; `crashtool symbolicate` reads a log holding it. Off by default.
+        public var crashLineOnStandardError = false
         /// Other threads' stacks at a crash.
         public var threads: ThreadCapture = ThreadCapture()
 
@@ -284,6 +289,7 @@ public enum CrashReporter {
             let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw StartError(kind: result == 3 ? .reportsDirectoryUnusable : .installationFailed, message: message)
         }
+        ccr_set_crash_line_fd(configuration.crashLineOnStandardError ? STDERR_FILENO : -1)
     }
 
     /// Test knob for the integration tests of the handler's own failure paths; read once, here.

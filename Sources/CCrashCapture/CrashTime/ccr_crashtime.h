@@ -36,6 +36,9 @@ void ccr_record_write_modules(ccr_writer *w);
 void ccr_record_write_requests(ccr_writer *w, int crashing_tid, uint64_t now_ns);
 /// Any module table: one `module` line per entry.
 void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int count);
+/// The one-line crash summary (Shared/ccr_crash_line.h) to its descriptor when it is on: record id,
+/// signal, thread and the innermost 16 frames as module + offset with build-ids. Async-signal-safe.
+void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count);
 /// Writes the end line, fdatasyncs, renames new/ → pending/, then appends the timing line.
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);

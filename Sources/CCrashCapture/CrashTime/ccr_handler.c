@@ -353,6 +353,8 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         (void)!write(ccr_global.watchdog_fd[1], &done, 1);
     }
 
+    ccr_crash_line_write(signo, info, tid, frames, kept);   // opt-in; after the record is durable
+
     atomic_store(&ccr_global.stage, STAGE_CHAINED);
     errno = saved_errno;
     chain_or_die(signo, info, ucontext);

@@ -149,6 +149,19 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
     return count;
 }
 
+/// The table written by ccr_record_write_modules_at_crash, for later lines of the same crash.
+static const ccr_module *written_table;
+static int written_count;
+
+int ccr_modules_written(const ccr_module **table) {
+    if (written_table == NULL) {
+        *table = ccr_global.modules;
+        return ccr_global.module_count;
+    }
+    *table = written_table;
+    return written_count;
+}
+
 void ccr_record_write_modules_at_crash(ccr_writer *w) {
     const ccr_module *table = NULL;
     int loader_state = -1;
@@ -160,6 +173,8 @@ void ccr_record_write_modules_at_crash(ccr_writer *w) {
         count = ccr_global.module_count;
         source = "install";
     }
+    written_table = table;
+    written_count = count;
     ccr_record_write_module_table(w, table, count);
     ccr_writer_text(w, "{\"type\":\"modules\"");
     ccr_writer_key(w, "source", 0);

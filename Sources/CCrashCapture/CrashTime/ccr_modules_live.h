@@ -28,4 +28,8 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state);
 /// fails, then a `modules` line naming the source. Async-signal-safe.
 void ccr_record_write_modules_at_crash(ccr_writer *w);
 
+/// The module table that ccr_record_write_modules_at_crash wrote (the install-time table before
+/// it ran); its count. Async-signal-safe.
+int ccr_modules_written(const ccr_module **table);
+
 #endif

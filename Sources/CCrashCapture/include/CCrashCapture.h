@@ -128,6 +128,11 @@ int ccr_session_inspect(const char *path, ccr_session_info *info);
 /// 0 on success. Not async-signal-safe.
 int ccr_session_export(const char *path, int out_fd);
 
+/// Where the one-line JSON crash summary is written at a crash (e.g. 2, standard error), or -1 for
+/// none (the default). Call before a crash can happen; the descriptor must stay open.
+/// Async-signal-safe (one store).
+void ccr_set_crash_line_fd(int fd);
+
 // MARK: - Requests in flight (servers)
 
 /// Records that the calling thread started serving a request; a crash report lists the requests in
