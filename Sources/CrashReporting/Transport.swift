@@ -129,9 +129,38 @@ enum HTTPExchange {
     }
 
     /// What the pipeline wants to hear about the exchange in progress on this thread: called once,
-    /// on URLSession's delegate queue, when the first bytes of the body were sent.
+    /// on URLSession's delegate queue, when the first bytes of the body were sent. Per thread (the
+    /// pipeline calls its transports synchronously on its own thread), kept with a pthread key:
+    /// a `@TaskLocal` read and written outside any task crashed in release builds
+    /// (`swift_task_localValuePush`, Swift 6.3.1, seen in tools/e2e-collector-symbolication).
     enum Attempt {
-        @TaskLocal static var bodySent: (@Sendable () -> Void)?
+        private final class Box {
+            let callback: @Sendable () -> Void
+            init(_ callback: @escaping @Sendable () -> Void) { self.callback = callback }
+        }
+
+        private static let key: pthread_key_t = {
+            var key = pthread_key_t()
+            precondition(pthread_key_create(&key, nil) == 0, "no pthread key left for the upload pipeline")
+            return key
+        }()
+
+        /// The callback set by `withBodySent` on this thread, if any.
+        static var bodySent: (@Sendable () -> Void)? {
+            pthread_getspecific(key).map { Unmanaged<Box>.fromOpaque($0).takeUnretainedValue().callback }
+        }
+
+        /// Runs `body` with `callback` as this thread's `bodySent`.
+        static func withBodySent<T>(_ callback: @escaping @Sendable () -> Void, _ body: () throws -> T) rethrows -> T {
+            let box = Box(callback)
+            let previous = pthread_getspecific(key)
+            pthread_setspecific(key, Unmanaged.passUnretained(box).toOpaque())
+            defer {
+                pthread_setspecific(key, previous)
+                withExtendedLifetime(box) {}
+            }
+            return try body()
+        }
     }
 
     private final class Exchange: @unchecked Sendable {

@@ -414,7 +414,7 @@ final class Uploader: Sendable {
             }
             // While the body is out and no answer is in, the mark says "sent": dying now counts.
             let session = sessionID
-            let outcome = HTTPExchange.Attempt.$bodySent.withValue({ Self.markAttempt(record, session: session, phase: .sent) }) {
+            let outcome = HTTPExchange.Attempt.withBodySent({ Self.markAttempt(record, session: session, phase: .sent) }) {
                 destination.deliver(DiagnosticsUpload(payload: payload, body: body, idempotencyKey: id))
             }
             Self.markAttempt(record, session: sessionID, phase: .preparing)
