@@ -32,6 +32,14 @@ enum Fixture: String, CaseIterable {
     /// 8 threads log 200 breadcrumbs each, more threads than there are rings of their own (the
     /// rest share ring 0), in two waves so that rings are handed over; then a last one and a crash.
     case threadsContextThenCrash = "threads-context-then-crash"
+    /// A forked child faults first (it must die by SIGSEGV without touching the parent's record
+    /// file, session or watchdog); then the parent faults and must get its own record.
+    case forkChildCrashThenParentCrash = "fork-child-crash-then-parent-crash"
+    /// The app's SIGTERM handler calls exit(0); SIGTERM arrives at the crashing thread while the
+    /// handler is busy (run with the hang-in-handler misbehaviour).
+    case sigtermDuringCrash = "sigterm-during-crash"
+    /// A seccomp filter traps getppid(2): SIGSYS with SYS_SECCOMP, the real case.
+    case seccompTrappedSystemCall = "seccomp-trapped-system-call"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -50,8 +58,11 @@ nonisolated(unsafe) var reportsDirectory = ""
 @inline(never) func crash(_ fixture: Fixture) {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
-         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash:
+         .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
+         .forkChildCrashThenParentCrash, .sigtermDuringCrash:
         cfs_write_null_pointer()
+    case .seccompTrappedSystemCall:
+        sink &+= cfs_trapped_system_call()
     case .abortFromC:
         cfs_abort()
     case .arrayIndexOutOfRange:
@@ -208,6 +219,21 @@ case .loaderLockHeld:
     level1(fixture)
 case .contextThenCrash:
     setContext(breadcrumbs: 1000)
+    level1(fixture)
+case .forkChildCrashThenParentCrash:
+    let status = cfs_fork_child_that_faults()
+    let ending = status & 0x7f != 0 ? "signal \(status & 0x7f)" : "exit status \((status >> 8) & 0xff)"
+    FileHandle.standardError.write(Data("child ended by \(ending)\n".utf8))
+    level1(fixture)
+case .sigtermDuringCrash:
+    cfs_exit_zero_on_sigterm()
+    cfs_sigterm_this_thread_when_record_starts(reportsDirectory + "/new")
+    level1(fixture)
+case .seccompTrappedSystemCall:
+    guard cfs_trap_getppid_with_seccomp() == 0 else {
+        FileHandle.standardError.write(Data("seccomp unavailable\n".utf8))
+        exit(5)
+    }
     level1(fixture)
 case .threadsContextThenCrash:
     CrashReporter.log("main first")
