@@ -208,3 +208,10 @@ __attribute__((noinline)) long cfs_trapped_system_call(void) {
     cfs_sink++;
     return result;
 }
+
+void (*volatile cfs_null_function)(void);
+
+__attribute__((noinline)) void cfs_call_null_function_pointer(void) {
+    cfs_null_function();   // pc 0; the return address into this function is at [sp]
+    cfs_sink++;
+}

@@ -40,6 +40,8 @@ enum Fixture: String, CaseIterable {
     case sigtermDuringCrash = "sigterm-during-crash"
     /// A seccomp filter traps getppid(2): SIGSYS with SYS_SECCOMP, the real case.
     case seccompTrappedSystemCall = "seccomp-trapped-system-call"
+    /// A call through a NULL function pointer: the fault is at pc 0.
+    case nullFunctionPointerCall = "null-function-pointer-call"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -63,6 +65,8 @@ nonisolated(unsafe) var reportsDirectory = ""
         cfs_write_null_pointer()
     case .seccompTrappedSystemCall:
         sink &+= cfs_trapped_system_call()
+    case .nullFunctionPointerCall:
+        cfs_call_null_function_pointer()
     case .abortFromC:
         cfs_abort()
     case .arrayIndexOutOfRange:

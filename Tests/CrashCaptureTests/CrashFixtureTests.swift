@@ -67,6 +67,9 @@ func expectation(for name: String, _ configuration: BuildConfiguration) -> Crash
         return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer")
     case "force-crash":
         return .init(signal: SIGILL, code: 2, innerFrames: ["forceCrash"], fatalMessage: "CrashReporter.forceCrash() was called")
+    case "null-function-pointer-call":
+        // Frame 0 is pc 0 (no function there); the unwind starts from the return address at [sp].
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, innerFrames: ["cfs_call_null_function_pointer"])
     case "seccomp-trapped-system-call":
         return .init(signal: SIGSYS, code: 1 /* SYS_SECCOMP */, innerFrames: ["cfs_trapped_system_call"])
     default:
@@ -78,7 +81,7 @@ let standardFixtures = [
     "null-pointer-write", "abort-from-c", "array-index-out-of-range", "force-unwrap-nil", "fatal-error",
     "integer-division-by-zero", "truncated-mapping-bus-error", "trap-instruction", "background-thread-crash",
     "task-crash", "qsort-comparator-crash", "previous-handler-chained", "concurrent-crashes",
-    "seccomp-trapped-system-call",
+    "seccomp-trapped-system-call", "null-function-pointer-call",
 ]
 
 let standardCases: [FixtureCase] = BuildConfiguration.allCases.flatMap { configuration in

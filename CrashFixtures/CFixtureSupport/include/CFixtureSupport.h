@@ -35,6 +35,9 @@ int cfs_trap_getppid_with_seccomp(void);
 /// Calls getppid(2) through syscall(2): under the filter above, SIGSYS.
 long cfs_trapped_system_call(void);
 
+/// Calls through a NULL function pointer (SIGSEGV at pc 0).
+void cfs_call_null_function_pointer(void);
+
 /// Names the calling OS thread (pthread_setname_np; at most 15 bytes).
 void cfs_name_current_thread(const char *name);
 
