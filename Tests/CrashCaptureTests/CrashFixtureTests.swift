@@ -148,6 +148,7 @@ struct CrashFixtureTests {
         let record = try run.onlyRecord()
         try checkCompleteRecord(record, run: run, signal: expected.signal)
         if let code = expected.code { #expect(record.signal?.code == code) }
+        #expect(record.signal?.stackOverflow == nil, "not a stack overflow")
         #expect(record.stack?.unwinder == "libunwind")
         #expect(record.stack?.isTruncated == false)
 
@@ -183,6 +184,7 @@ struct CrashFixtureTests {
         let record = try run.onlyRecord()
         try checkCompleteRecord(record, run: run, signal: SIGSEGV)
         #expect(record.thread?.isMain == (name == "main-thread-stack-overflow"))
+        #expect(record.signal?.stackOverflow == true, "the signal line says stack_overflow")
         let stack = try #require(record.stack)
         #expect(record.frames.count == 50)
         #expect(stack.isTruncated)

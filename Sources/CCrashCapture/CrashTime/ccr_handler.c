@@ -212,6 +212,17 @@ static void capture_context(ccr_crash_context *c, const ucontext_t *uc) {
 #endif
 }
 
+/// A fault just below the stack pointer (within 64 KiB under it, or a page above) is the thread
+/// running into its stack's guard region: a push, a call or a new frame's first store. Reads
+/// the context captured at entry. Async-signal-safe.
+static int looks_like_stack_overflow(int signo, const siginfo_t *info) {
+    if ((signo != SIGSEGV && signo != SIGBUS) || info == NULL || info->si_code <= 0) return 0;
+    uintptr_t fault = (uintptr_t)info->si_addr;
+    uintptr_t sp = ccr_global.context.sp;
+    if (sp == 0 || fault == 0) return 0;
+    return fault >= sp ? fault - sp < 4096 : sp - fault <= 64 * 1024;
+}
+
 static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const ucontext_t *uc, int tid) {
     ccr_writer_text(w, "{\"format\":\"swift-crash-reporting.crash-record\"");
     ccr_writer_key(w, "version", 0);
@@ -247,6 +258,7 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
         ccr_writer_key(w, "sender_pid", 0);
         ccr_writer_int(w, info->si_pid);
     }
+    if (looks_like_stack_overflow(signo, info)) ccr_writer_text(w, ",\"stack_overflow\":true");
     ccr_writer_text(w, "}\n");
 
     char name[17];
