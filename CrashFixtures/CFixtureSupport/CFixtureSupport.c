@@ -9,7 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 volatile int cfs_sink;
@@ -105,4 +112,106 @@ void cfs_hold_loader_lock_on_new_thread(void) {
 
 void cfs_name_current_thread(const char *name) {
     pthread_setname_np(pthread_self(), name);
+}
+
+int cfs_fork_child_that_faults(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        cfs_write_null_pointer();
+        _exit(0);   // not reached
+    }
+    if (child < 0) return -1;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {}
+    return status;
+}
+
+static void exit_zero(int signo) {
+    (void)signo;
+    exit(0);
+}
+
+void cfs_exit_zero_on_sigterm(void) {
+    signal(SIGTERM, exit_zero);
+    // A test runner may start us with SIGTERM blocked; the app this stands for has it open.
+    sigset_t open;
+    sigemptyset(&open);
+    sigaddset(&open, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &open, NULL);
+}
+
+/// The first byte of any record file in `directory` is '{': a crash has started writing.
+static int record_started(const char *directory) {
+    DIR *d = opendir(directory);
+    if (d == NULL) return 0;
+    int started = 0;
+    struct dirent *entry;
+    while (!started && (entry = readdir(d)) != NULL) {
+        size_t length = strlen(entry->d_name);
+        if (length < 6 || strcmp(entry->d_name + length - 6, ".crash") != 0) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", directory, entry->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue;
+        char first = 0;
+        started = read(fd, &first, 1) == 1 && first == '{';
+        close(fd);
+    }
+    closedir(d);
+    return started;
+}
+
+typedef struct sigterm_request {
+    char directory[4096];
+    pid_t target;
+} sigterm_request;
+
+static sigterm_request sigterm_target;
+
+static void *send_sigterm_when_record_starts(void *unused) {
+    (void)unused;
+    while (!record_started(sigterm_target.directory)) usleep(1000);
+    static const char line[] = "sending SIGTERM to the crashing thread\n";
+    (void)!write(STDERR_FILENO, line, sizeof line - 1);
+    syscall(SYS_tgkill, (long)getpid(), (long)sigterm_target.target, (long)SIGTERM);
+    for (;;) pause();
+    return NULL;
+}
+
+void cfs_sigterm_this_thread_when_record_starts(const char *new_directory) {
+    strncpy(sigterm_target.directory, new_directory, sizeof sigterm_target.directory - 1);
+    sigterm_target.target = (pid_t)syscall(SYS_gettid);
+    // The sender itself never takes SIGTERM: only the target thread can.
+    sigset_t block, previous;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &previous);
+    pthread_t thread;
+    pthread_create(&thread, NULL, send_sigterm_when_record_starts, NULL);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+}
+
+int cfs_trap_getppid_with_seccomp(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {.len = sizeof filter / sizeof filter[0], .filter = filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program);
+}
+
+__attribute__((noinline)) long cfs_trapped_system_call(void) {
+    long result = syscall(SYS_getppid);
+    cfs_sink++;
+    return result;
+}
+
+void (*volatile cfs_null_function)(void);
+
+__attribute__((noinline)) void cfs_call_null_function_pointer(void) {
+    cfs_null_function();   // pc 0; the return address into this function is at [sp]
+    cfs_sink++;
 }

@@ -39,6 +39,16 @@ enum Fixture: String, CaseIterable {
     /// Opens $CRASH_FIXTURE_UNLOADED before start and closes it after; opens $CRASH_FIXTURE_PLUGIN
     /// after start and crashes inside its `plugin_crash()` (called from crash()).
     case dlopenedLibraryCrash = "dlopened-library-crash"
+    /// A forked child faults first (it must die by SIGSEGV without touching the parent's record
+    /// file, session or watchdog); then the parent faults and must get its own record.
+    case forkChildCrashThenParentCrash = "fork-child-crash-then-parent-crash"
+    /// The app's SIGTERM handler calls exit(0); SIGTERM arrives at the crashing thread while the
+    /// handler is busy (run with the hang-in-handler misbehaviour).
+    case sigtermDuringCrash = "sigterm-during-crash"
+    /// A seccomp filter traps getppid(2): SIGSYS with SYS_SECCOMP, the real case.
+    case seccompTrappedSystemCall = "seccomp-trapped-system-call"
+    /// A call through a NULL function pointer: the fault is at pc 0.
+    case nullFunctionPointerCall = "null-function-pointer-call"
 }
 
 nonisolated(unsafe) var sink = 0
@@ -70,8 +80,12 @@ func waitForCoarseClockTick() {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
-         .namedThreadsThenCrash:
+         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .sigtermDuringCrash:
         cfs_write_null_pointer()
+    case .seccompTrappedSystemCall:
+        sink &+= cfs_trapped_system_call()
+    case .nullFunctionPointerCall:
+        cfs_call_null_function_pointer()
     case .abortFromC:
         cfs_abort()
     case .arrayIndexOutOfRange:
@@ -305,6 +319,21 @@ case .dlopenedLibraryCrash:
     if let unloadedAfterStart { dlclose(unloadedAfterStart) }
     let plugin = openLibrary("CRASH_FIXTURE_PLUGIN")
     pluginCrash = unsafeBitCast(dlsym(plugin, "plugin_crash"), to: (@convention(c) () -> Void).self)
+    level1(fixture)
+case .forkChildCrashThenParentCrash:
+    let status = cfs_fork_child_that_faults()
+    let ending = status & 0x7f != 0 ? "signal \(status & 0x7f)" : "exit status \((status >> 8) & 0xff)"
+    FileHandle.standardError.write(Data("child ended by \(ending)\n".utf8))
+    level1(fixture)
+case .sigtermDuringCrash:
+    cfs_exit_zero_on_sigterm()
+    cfs_sigterm_this_thread_when_record_starts(reportsDirectory + "/new")
+    level1(fixture)
+case .seccompTrappedSystemCall:
+    guard cfs_trap_getppid_with_seccomp() == 0 else {
+        FileHandle.standardError.write(Data("seccomp unavailable\n".utf8))
+        exit(5)
+    }
     level1(fixture)
 case .threadsContextThenCrash:
     CrashReporter.log("main first")

@@ -65,6 +65,8 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var faultAddress: Address
         /// Set when another process sent the signal (si_code ≤ 0).
         public var senderPID: Int32?
+        /// The handler saw the fault just below the stack pointer: the thread ran out of stack.
+        public var stackOverflow: Bool? = nil
     }
 
     public struct Thread: Sendable, Equatable, Codable {
@@ -548,7 +550,8 @@ extension CrashRecord {
                 code: try Self.int32(line, "code"),
                 codeName: line["code_name"] as? String ?? "",
                 faultAddress: try Self.address(line, "fault_address"),
-                senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) })
+                senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) },
+                stackOverflow: line["stack_overflow"] as? Bool)
         case "thread":
             // The first thread line is the crashing thread; each later one opens another
             // thread's section, to which the frame and stack lines after it belong.

@@ -163,6 +163,7 @@ extension CrashRecord.Signal {
         case "SIGTRAP": return "trap instruction (Swift runtime trap on arm64, or a breakpoint)"
         case "SIGABRT": return "abort() called"
         case "SIGFPE": return "arithmetic error (integer division by zero)"
+        case "SIGSYS": return "system call refused by a seccomp filter (or a bad system call)"
         default: return "signal \(number)"
         }
     }

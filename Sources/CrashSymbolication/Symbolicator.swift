@@ -138,6 +138,9 @@ public final class Symbolicator: Symbolicating {
             return description
         }
         guard let signal = record.signal else { return "unknown (the record has no signal line)" }
+        if signal.stackOverflow == true {
+            return "Stack overflow: \(signal.name) at \(signal.faultAddress), beside the stack pointer"
+        }
         var text = "\(signal.name): \(signal.meaning)"
         if ["SIGSEGV", "SIGBUS"].contains(signal.name) { text += " at \(signal.faultAddress)" }
         if !signal.codeName.isEmpty { text += " (\(signal.codeName))" }

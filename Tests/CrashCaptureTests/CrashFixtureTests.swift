@@ -67,6 +67,11 @@ func expectation(for name: String, _ configuration: BuildConfiguration) -> Crash
         return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, frame0: "cfs_write_null_pointer")
     case "force-crash":
         return .init(signal: SIGILL, code: 2, innerFrames: ["forceCrash"], fatalMessage: "CrashReporter.forceCrash() was called")
+    case "null-function-pointer-call":
+        // Frame 0 is pc 0 (no function there); the unwind starts from the return address at [sp].
+        return .init(signal: SIGSEGV, code: SEGV_MAPERR_CODE, innerFrames: ["cfs_call_null_function_pointer"])
+    case "seccomp-trapped-system-call":
+        return .init(signal: SIGSYS, code: 1 /* SYS_SECCOMP */, innerFrames: ["cfs_trapped_system_call"])
     default:
         fatalError("no expectation for \(name)")
     }
@@ -76,6 +81,7 @@ let standardFixtures = [
     "null-pointer-write", "abort-from-c", "array-index-out-of-range", "force-unwrap-nil", "fatal-error",
     "integer-division-by-zero", "truncated-mapping-bus-error", "trap-instruction", "background-thread-crash",
     "task-crash", "qsort-comparator-crash", "previous-handler-chained", "concurrent-crashes",
+    "seccomp-trapped-system-call", "null-function-pointer-call",
 ]
 
 let standardCases: [FixtureCase] = BuildConfiguration.allCases.flatMap { configuration in
@@ -142,6 +148,7 @@ struct CrashFixtureTests {
         let record = try run.onlyRecord()
         try checkCompleteRecord(record, run: run, signal: expected.signal)
         if let code = expected.code { #expect(record.signal?.code == code) }
+        #expect(record.signal?.stackOverflow == nil, "not a stack overflow")
         #expect(record.stack?.unwinder == "libunwind")
         #expect(record.stack?.isTruncated == false)
 
@@ -177,6 +184,7 @@ struct CrashFixtureTests {
         let record = try run.onlyRecord()
         try checkCompleteRecord(record, run: run, signal: SIGSEGV)
         #expect(record.thread?.isMain == (name == "main-thread-stack-overflow"))
+        #expect(record.signal?.stackOverflow == true, "the signal line says stack_overflow")
         let stack = try #require(record.stack)
         #expect(record.frames.count == 50)
         #expect(stack.isTruncated)
@@ -267,5 +275,105 @@ struct HandlerFailureTests {
         #expect(record.frames.first?.address == record.registers["rip"])
         let frames = try LLVMSymbolizer.symbolize(record)
         #expect(frames[0].mentions("cfs_write_null_pointer"))
+    }
+}
+
+@Suite("Handler and the process around it")
+struct HandlerProcessTests {
+    @Test("a forked child's crash writes nothing; the parent's later crash gets its own record", arguments: BuildConfiguration.allCases)
+    func forkedChildCrash(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("fork-child-crash-then-parent-crash", configuration)
+        #expect(run.standardError.contains("child ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.watchdog == nil)
+        #expect(record.processID > 0)
+        #expect(record.thread?.id == record.processID, "the record is the parent's main thread's")
+        #expect(record.thread?.isMain == true)
+        let frames = try LLVMSymbolizer.symbolize(record)
+        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: frames)
+    }
+
+    @Test("a forked child whose crash would stall cannot wake or stall the parent", arguments: BuildConfiguration.allCases)
+    func forkedChildCrashWithStallingHandler(_ configuration: BuildConfiguration) throws {
+        // Under hang-in-handler a child that entered the handler would hang there forever (the
+        // parent waits for it) and its 'S' byte would start the parent's watchdog.
+        let run = try FixtureRun.run("fork-child-crash-then-parent-crash", configuration,
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.standardError.contains("child ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
+        #expect(run.terminatedBySignal == SIGSEGV)
+        #expect(run.elapsed < .seconds(6), "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        #expect(record.thread?.id == record.processID)
+        let watchdog = try #require(record.watchdog, "the parent's own stall is finished by its watchdog")
+        #expect(watchdog.waitedMilliseconds >= 1900)
+        #expect(record.hasEnd)
+    }
+
+    @Test("an app's SIGTERM handler cannot run on the crashing thread mid-crash", arguments: BuildConfiguration.allCases)
+    func sigtermDuringCrash(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("sigterm-during-crash", configuration,
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.standardError.contains("sending SIGTERM to the crashing thread"), "stderr: \(run.standardError.prefix(600))")
+        #expect(run.exitStatus == nil, "exited with status \(run.exitStatus.map(String.init) ?? "")")
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let record = try run.onlyRecord()
+        #expect(record.watchdog != nil)
+        #expect(record.hasEnd)
+        #expect(record.signal?.number == SIGSEGV)
+    }
+}
+
+@Suite("How the handler ends the process", .serialized)
+struct HandlerEndingTests {
+    /// Runs the fixture under gdb, stopping at every SIGSEGV and printing si_code, si_addr and the
+    /// pc at each stop.
+    func runUnderGDB(_ name: String, _ configuration: BuildConfiguration) throws -> (output: String, directory: URL) {
+        let directory = temporaryFolder("crash-fixture-gdb-\(name)")
+        let process = Process()
+        // Through python3 to clear the signal mask: the test runner's threads block SIGCHLD, which
+        // gdb would inherit and then wait forever for its inferior.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let unmask = ["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
+        let show = ["-ex", "p $_siginfo.si_code", "-ex", "p $_siginfo._sifields._sigfault.si_addr", "-ex", "p/x $pc"]
+        process.arguments = unmask + ["gdb", "-batch", "-nx", "--readnever",
+                             "-ex", "handle all nostop noprint pass", "-ex", "handle SIGSEGV stop print pass",
+                             "-ex", "run"] + show + ["-ex", "continue"] + show + ["-ex", "continue",
+                             "--args", configuration.fixtureURL.path, name, directory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let collected = OutputCollector(out.fileHandleForReading)
+        process.waitUntilExit()
+        return (collected.text(), directory)
+    }
+
+    @Test("a hardware fault is delivered again with its original siginfo (the core dump shows the real fault)", arguments: BuildConfiguration.allCases)
+    func faultRefiresWithOriginalSiginfo(_ configuration: BuildConfiguration) throws {
+        let (output, directory) = try runUnderGDB("null-pointer-write", configuration)
+        // $1…$3: the first delivery (our handler runs); $4…$6: the second, after the handler
+        // returned under SIG_DFL. A re-raise with tgkill would show si_code -6 (SI_TKILL) there.
+        func value(_ n: Int) -> String? {
+            output.split(separator: "\n").first { $0.hasPrefix("$\(n) = ") }.map { String($0.dropFirst("$\(n) = ".count)) }
+        }
+        let stops = output.components(separatedBy: "received signal SIGSEGV").count - 1
+        #expect(stops == 2, "gdb output:\n\(output.suffix(3000))")
+        #expect(value(1) == "1", "first si_code")
+        #expect(value(4) == "1", "second si_code (SEGV_MAPERR), not SI_TKILL:\n\(output.suffix(3000))")
+        #expect(value(2) == "(void *) 0x0")
+        #expect(value(5) == "(void *) 0x0")
+        #expect(value(3) != nil && value(3) == value(6), "the same faulting pc both times")
+        let records = FixtureRun.files(in: directory.appendingPathComponent("pending"))
+        #expect(records.count == 1)
+        if let first = records.first {
+            let record = try CrashRecord(contentsOf: first)
+            #expect(record.hasEnd)
+            #expect(record.signal?.code == SEGV_MAPERR_CODE)
+        }
     }
 }

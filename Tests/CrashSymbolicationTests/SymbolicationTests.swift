@@ -110,6 +110,13 @@ struct SymbolicationTests {
         #expect(levels.allSatisfy { $0.file?.hasSuffix("CrashFixtures/CrashFixture/main.swift") == true && ($0.line ?? 0) > 0 })
     }
 
+    @Test("a stack overflow's reason says so", arguments: ["main-thread-stack-overflow", "background-thread-stack-overflow"])
+    func stackOverflowReason(_ fixture: String) throws {
+        let (record, _) = try crashRecord(fixture, .debug)
+        let report = Symbolicator().symbolicate(record)
+        #expect(report.reason.hasPrefix("Stack overflow"), "reason: \(report.reason)")
+    }
+
     @Test("a release-build Swift trap's reason comes from the inlined runtime-failure frame", arguments: [
         ("force-unwrap-nil", "Swift runtime failure: Unexpectedly found nil while unwrapping an Optional value"),
         ("array-index-out-of-range", "Swift runtime failure: Index out of range"),

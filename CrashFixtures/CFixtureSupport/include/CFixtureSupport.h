@@ -21,6 +21,23 @@ int cfs_install_marker_handler(int signo, const char *marker_path);
 /// Returns once the lock is held.
 void cfs_hold_loader_lock_on_new_thread(void);
 
+/// Forks a child that writes through a null pointer; returns the child's wait status (or -1).
+int cfs_fork_child_that_faults(void);
+/// Installs a SIGTERM handler that calls exit(0), as a service's graceful shutdown might.
+void cfs_exit_zero_on_sigterm(void);
+/// Starts a thread that waits until a record file in `new_directory` begins with '{' (a crash
+/// is being recorded) and then sends SIGTERM to the calling thread (tgkill). The sender blocks
+/// SIGTERM, so only the calling thread can take it.
+void cfs_sigterm_this_thread_when_record_starts(const char *new_directory);
+/// Installs a seccomp filter on the calling thread that answers getppid(2) with SECCOMP_RET_TRAP
+/// (SIGSYS, SYS_SECCOMP). Returns 0, or -1 if seccomp is unavailable.
+int cfs_trap_getppid_with_seccomp(void);
+/// Calls getppid(2) through syscall(2): under the filter above, SIGSYS.
+long cfs_trapped_system_call(void);
+
+/// Calls through a NULL function pointer (SIGSEGV at pc 0).
+void cfs_call_null_function_pointer(void);
+
 /// Names the calling OS thread (pthread_setname_np; at most 15 bytes).
 void cfs_name_current_thread(const char *name);
 

@@ -43,10 +43,18 @@ void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintp
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);
 
-/// Resets `signo` to its default action and sends it to the calling thread, so the process ends
-/// by its own signal (exit status and core dump unchanged). Async-signal-safe.
+/// Resets `signo` to its default action and sends it to the calling thread (tgkill with the raw
+/// getpid(), right in a forked child too), so the process ends by its own signal. Async-signal-safe.
 void ccr_die(int signo);
 
+/// Ends the calling thread's crash by `signo` after the record: a fault that will happen again
+/// (si_code > 0 from the CPU, not abort or an x86 trap) gets the default action back and the
+/// function returns, so the caller returns from the handler and the fault re-fires with its
+/// original siginfo and context; anything else is re-raised with ccr_die. Async-signal-safe.
+void ccr_end_by_signal(int signo, const siginfo_t *info);
+
+/// Async-signal-safe: the raw getpid(2) system call.
+int ccr_getpid(void);
 /// Async-signal-safe: clock_gettime(2).
 uint64_t ccr_now_ns(int clock_id);
 /// Async-signal-safe: raw gettid(2).

@@ -2,11 +2,23 @@
 // happen on the next launch or offline. Order of work: claim the one-crash guard, wake the
 // watchdog, write the fixed facts and the module table and flush them (a record cut short by a
 // stall or a second fault after this point can still be symbolicated), unwind, write the frames,
-// make the record durable, then chain to the previous handler or die by the same signal.
+// make the record durable, then chain to the previous handler and end by the same signal.
 //
-// Installed with SA_SIGINFO | SA_ONSTACK | SA_NODEFER and an empty mask: SA_NODEFER lets a fault
-// inside the handler re-enter it (the kernel would otherwise kill the process silently), and the
-// re-entry writes a minimal "nested_crash" line before dying.
+// Installed with SA_SIGINFO | SA_ONSTACK | SA_NODEFER and a mask of every signal but the crash
+// signals: SA_NODEFER lets a fault inside the handler re-enter it (the kernel would otherwise kill
+// the process silently), and the re-entry writes a minimal "nested_crash" line before dying; the
+// mask keeps an app's SIGTERM handler (exit(0)…) from running on this thread mid-crash.
+//
+// Ending (Docs/Decisions/0018): a fault that will happen again (si_code > 0, not abort, not a
+// trap that leaves the pc past the instruction) is ended by restoring the default action and
+// returning, so the kernel delivers it again with the original siginfo and context and the core
+// dump shows the real fault; a signal sent by a process (si_code <= 0) or by abort() is re-raised
+// with tgkill.
+//
+// fork(): a child inherits this handler, the prefilled record file (and its offset), the session
+// mapping and the watchdog pipe, but not the watchdog thread. The handler compares the raw
+// getpid() with the pid saved at install; in a child it writes nothing anywhere and only ends
+// by the signal under the default action.
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -37,19 +49,55 @@ int ccr_gettid(void) {
     return (int)syscall(SYS_gettid);
 }
 
-void ccr_die(int signo) {
+int ccr_getpid(void) {
+    return (int)syscall(SYS_getpid);
+}
+
+static void restore_default_action(int signo) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);
     sigaction(signo, &action, NULL);
+}
+
+void ccr_die(int signo) {
+    restore_default_action(signo);
     sigset_t unblock;
     sigemptyset(&unblock);
     sigaddset(&unblock, signo);
     pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
-    syscall(SYS_tgkill, (long)ccr_global.pid, (long)ccr_gettid(), (long)signo);
+    // The raw getpid(), not the pid saved at install: in a forked child that tgid would not hold
+    // this thread and tgkill would fail with ESRCH.
+    syscall(SYS_tgkill, (long)ccr_getpid(), (long)ccr_gettid(), (long)signo);
     // Still here only if the signal is ignored by the kernel for this thread: return and let the
     // faulting instruction run again under the default action.
+}
+
+/// Whether returning from the handler re-executes the faulting instruction, so the kernel
+/// delivers the same signal again with the same siginfo. Async-signal-safe.
+static int fault_repeats_on_return(int signo, const siginfo_t *info) {
+    if (info == NULL || info->si_code <= 0) return 0;   // sent by a process (kill, tgkill, raise)
+    switch (signo) {
+    case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE:
+        return 1;   // the pc is at the faulting instruction
+#if defined(__aarch64__)
+    case SIGTRAP:
+        return info->si_code == TRAP_BRKPT;   // brk: the pc stays on the instruction
+#endif
+    default:
+        // SIGABRT; SIGTRAP on x86_64 (int3 leaves the pc after the instruction); SIGSYS (the
+        // filtered system call returns and execution continues after it).
+        return 0;
+    }
+}
+
+void ccr_end_by_signal(int signo, const siginfo_t *info) {
+    if (fault_repeats_on_return(signo, info)) {
+        restore_default_action(signo);
+        return;   // the fault re-fires under SIG_DFL: core dump with the original siginfo
+    }
+    ccr_die(signo);
 }
 
 static const char *signal_name(int signo) {
@@ -60,6 +108,7 @@ static const char *signal_name(int signo) {
     case SIGILL: return "SIGILL";
     case SIGFPE: return "SIGFPE";
     case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
     default: return "UNKNOWN";
     }
 }
@@ -109,6 +158,8 @@ static const char *code_name(int signo, int code) {
         case TRAP_TRACE: return "TRAP_TRACE";
         default: return "";
         }
+    case SIGSYS:
+        return code == 1 ? "SYS_SECCOMP" : "";
     default:
         return "";
     }
@@ -127,12 +178,17 @@ static void write_registers(ccr_writer *w, const ucontext_t *uc) {
         {"rsi", REG_RSI}, {"rdi", REG_RDI}, {"rbp", REG_RBP}, {"rsp", REG_RSP},
         {"r8", REG_R8}, {"r9", REG_R9}, {"r10", REG_R10}, {"r11", REG_R11},
         {"r12", REG_R12}, {"r13", REG_R13}, {"r14", REG_R14}, {"r15", REG_R15},
-        {"rip", REG_RIP}, {"eflags", REG_EFL}, {"cs", REG_CSGSFS}, {"err", REG_ERR},
+        {"rip", REG_RIP}, {"eflags", REG_EFL}, {"err", REG_ERR},
         {"trapno", REG_TRAPNO}, {"cr2", REG_CR2},
     };
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
         write_register(w, regs[i].name, (uint64_t)uc->uc_mcontext.gregs[regs[i].index], i == 0);
     }
+    // REG_CSGSFS packs cs (bits 0-15), gs (16-31) and fs (32-47) in one slot.
+    uint64_t segments = (uint64_t)uc->uc_mcontext.gregs[REG_CSGSFS];
+    write_register(w, "cs", segments & 0xffff, 0);
+    write_register(w, "gs", (segments >> 16) & 0xffff, 0);
+    write_register(w, "fs", (segments >> 32) & 0xffff, 0);
 #elif defined(__aarch64__)
     static const char *names[31] = {
         "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15",
@@ -156,6 +212,17 @@ static void capture_context(ccr_crash_context *c, const ucontext_t *uc) {
     c->sp = (uintptr_t)uc->uc_mcontext.sp;
     c->fp = (uintptr_t)uc->uc_mcontext.regs[29];
 #endif
+}
+
+/// A fault just below the stack pointer (within 64 KiB under it, or a page above) is the thread
+/// running into its stack's guard region: a push, a call or a new frame's first store. Reads
+/// the context captured at entry. Async-signal-safe.
+static int looks_like_stack_overflow(int signo, const siginfo_t *info) {
+    if ((signo != SIGSEGV && signo != SIGBUS) || info == NULL || info->si_code <= 0) return 0;
+    uintptr_t fault = (uintptr_t)info->si_addr;
+    uintptr_t sp = ccr_global.context.sp;
+    if (sp == 0 || fault == 0) return 0;
+    return fault >= sp ? fault - sp < 4096 : sp - fault <= 64 * 1024;
 }
 
 static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const ucontext_t *uc, int tid) {
@@ -193,6 +260,7 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
         ccr_writer_key(w, "sender_pid", 0);
         ccr_writer_int(w, info->si_pid);
     }
+    if (looks_like_stack_overflow(signo, info)) ccr_writer_text(w, ",\"stack_overflow\":true");
     ccr_writer_text(w, "}\n");
 
     char name[17];
@@ -265,7 +333,10 @@ static void wait_for_other_crash(int signo) {
     ccr_die(signo);
 }
 
-static void chain_or_die(int signo, siginfo_t *info, void *ucontext) {
+/// Calls the previous action (Swift's backtracer, an app's handler), then ends by the signal
+/// (ccr_end_by_signal: re-fault on return, or re-raise). Async-signal-safe as far as the previous
+/// handler is.
+static void chain_then_end(int signo, siginfo_t *info, void *ucontext) {
     for (int i = 0; i < CCR_SIGNAL_COUNT; i++) {
         if (ccr_global.signals[i] != signo) continue;
         const struct sigaction *previous = &ccr_global.previous[i];
@@ -277,7 +348,7 @@ static void chain_or_die(int signo, siginfo_t *info, void *ucontext) {
         break;
     }
     // The previous handler returned (or there was none): end by the same signal.
-    ccr_die(signo);
+    ccr_end_by_signal(signo, info);
 }
 
 static void misbehave_for_test(void) {
@@ -291,6 +362,13 @@ static void misbehave_for_test(void) {
 void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
     int saved_errno = errno;
+    if (ccr_getpid() != ccr_global.pid) {
+        // A forked child: the record file, session and watchdog pipe belong to the parent, which
+        // may still crash and need them. Write nothing; die by the signal.
+        ccr_end_by_signal(signo, info);
+        errno = saved_errno;
+        return;
+    }
     int tid = ccr_gettid();
 
     int expected = 0;
@@ -357,5 +435,6 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
 
     atomic_store(&ccr_global.stage, STAGE_CHAINED);
     errno = saved_errno;
-    chain_or_die(signo, info, ucontext);
+    chain_then_end(signo, info, ucontext);
+    errno = saved_errno;
 }

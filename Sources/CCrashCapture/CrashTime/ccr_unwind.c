@@ -10,14 +10,44 @@
 
 #include "ccr_crashtime.h"
 
+/// Reads one word of this process's memory without risking a fault. Async-signal-safe.
+static int read_word(uintptr_t address, uintptr_t *out);
+
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound) {
     const ccr_libunwind *u = &ccr_global.unwind;
     unw_cursor_t cursor;
     *depth = 0;
     *depth_is_lower_bound = 0;
-    if (u->init_local2 == NULL || u->init_local2(&cursor, ucontext, UNW_INIT_SIGNAL_FRAME) < 0) return -1;
+    if (u->init_local2 == NULL) return -1;
     int kept = 0;
     int counted = 0;
+    // A call through a NULL function pointer faults at pc 0, where no unwind info exists. The
+    // call left the caller's return address at [sp] (x86_64) or in lr (aarch64): record frame 0
+    // as 0 and unwind from that return address, as if the callee had already returned.
+    ucontext_t caller;
+    const ucontext_t *uc = (const ucontext_t *)ucontext;
+#if defined(__x86_64__)
+    if (uc->uc_mcontext.gregs[REG_RIP] == 0) {
+        uintptr_t return_address = 0;
+        if (read_word((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &return_address) == 0 && return_address != 0) {
+            caller = *uc;
+            caller.uc_mcontext.gregs[REG_RIP] = (greg_t)return_address;
+            caller.uc_mcontext.gregs[REG_RSP] += (greg_t)sizeof(uintptr_t);
+            if (max > 0) frames[kept++] = 0;
+            counted++;
+            ucontext = &caller;
+        }
+    }
+#elif defined(__aarch64__)
+    if (uc->uc_mcontext.pc == 0 && uc->uc_mcontext.regs[30] != 0) {
+        caller = *uc;
+        caller.uc_mcontext.pc = uc->uc_mcontext.regs[30];
+        if (max > 0) frames[kept++] = 0;
+        counted++;
+        ucontext = &caller;
+    }
+#endif
+    if (u->init_local2(&cursor, ucontext, UNW_INIT_SIGNAL_FRAME) < 0) return -1;
     for (;;) {
         uintptr_t ip = 0;
         if (u->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
@@ -33,7 +63,6 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
     return kept;
 }
 
-/// Reads one word of this process's memory without risking a fault. Async-signal-safe.
 static int read_word(uintptr_t address, uintptr_t *out) {
     struct iovec local = {.iov_base = out, .iov_len = sizeof *out};
     struct iovec remote = {.iov_base = (void *)address, .iov_len = sizeof *out};

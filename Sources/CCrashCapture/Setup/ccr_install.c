@@ -22,7 +22,7 @@
 /// stdlib that lacks it) still link; resolved once here, only loaded at crash time.
 extern _Atomic(const char *) *swift_getFatalErrorMessageBuffer(void) __attribute__((weak));
 
-static const int crash_signals[CCR_SIGNAL_COUNT] = {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, SIGTRAP};
+static const int crash_signals[CCR_SIGNAL_COUNT] = {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
 static uint64_t last_install_ns;
 static pthread_t watchdog_thread;
 
@@ -84,10 +84,15 @@ static int start_watchdog(char *error, size_t capacity) {
     pthread_attr_init(&attributes);
     pthread_attr_setstacksize(&attributes, 64 * 1024);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    // The watchdog inherits a full mask, so process-directed signals never land on it.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    // The watchdog inherits a mask of every signal but SIGPROF, so process-directed signals
+    // (SIGTERM, SIGINT, an app's SIGUSR1…) land on the app's threads, never on it. SIGPROF stays
+    // open because Swift's backtracer, chained after our record, suspends every other thread
+    // with SIGUSR1, SIGUSR2 or SIGPROF (the first one the thread leaves unblocked) and prints
+    // "failed to suspend thread" for a thread that blocks all three.
+    sigset_t mask, previous;
+    sigfillset(&mask);
+    sigdelset(&mask, SIGPROF);
+    pthread_sigmask(SIG_SETMASK, &mask, &previous);
     int result = pthread_create(&watchdog_thread, &attributes, ccr_watchdog_main, NULL);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     pthread_attr_destroy(&attributes);
@@ -114,7 +119,11 @@ static int install_signal_actions(char *error, size_t capacity) {
     memset(&action, 0, sizeof action);
     action.sa_sigaction = ccr_signal_handler;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-    sigemptyset(&action.sa_mask);
+    // Every signal but the crash signals is blocked while the handler runs, so an app's SIGTERM
+    // or SIGINT handler cannot run on the crashing thread (and exit(0)) in the middle of a crash;
+    // a fault inside the handler still re-enters it (SA_NODEFER, crash signals open).
+    sigfillset(&action.sa_mask);
+    for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigdelset(&action.sa_mask, crash_signals[i]);
     for (int i = 0; i < CCR_SIGNAL_COUNT; i++) {
         ccr_global.signals[i] = crash_signals[i];
         if (sigaction(crash_signals[i], &action, &ccr_global.previous[i]) != 0) {
@@ -127,8 +136,11 @@ static int install_signal_actions(char *error, size_t capacity) {
 }
 
 /// At a normal exit the record file opened in advance was not needed: remove it, and end the
-/// session cleanly. Only in the
-/// process that installed (a forked child shares the descriptor but not the file's purpose).
+/// session cleanly. Only in the process that installed (a forked child shares the descriptor but
+/// not the file's purpose): a child that exits leaves the parent's record file alone. After a
+/// daemonising fork (the parent exits, the child goes on) this runs in the parent, removes the
+/// record file and ends the session; the child keeps running, and a crash in it is not recorded
+/// (its pid is not the installer's: the handler writes nothing and the child dies by the signal).
 static void remove_unused_record_file(void) {
     if (ccr_global.installed && getpid() == ccr_global.pid && atomic_load(&ccr_global.crashing_tid) == 0) {
         unlink(ccr_global.new_path);

@@ -21,7 +21,7 @@
 #define CCR_PATH_MAX 1024
 #define CCR_ID_MAX 64
 #define CCR_TEXT_MAX 256
-#define CCR_SIGNAL_COUNT 6
+#define CCR_SIGNAL_COUNT 7
 /// Bytes of '\n' written into the record file at install: blocks already allocated and synced,
 /// so the crash-time fdatasync flushes data only. Readers skip blank lines.
 #define CCR_RECORD_PREFILL (64 * 1024)
