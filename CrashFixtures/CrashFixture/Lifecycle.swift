@@ -9,6 +9,9 @@ enum LifecycleMode: String, CaseIterable {
     case startErrors = "start-errors"
     /// Starts and exits normally: nothing may remain in new/ or pending/.
     case cleanExit = "clean-exit"
+    /// Starts, ends the session, waits for start's background work (the memory sampler), sets a
+    /// structured custom value (a sidecar write after the end), and exits normally.
+    case writeAfterEnd = "write-after-end"
     /// Starts, prints "ready", and waits to be killed (SIGKILL leaves its record file in new/).
     case waitForKill = "wait-for-kill"
     /// Times one `start` and prints "start-ns <n>" (for tools/bench-capture).
@@ -184,6 +187,12 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         exit(0)
     case .cleanExit:
         try! CrashReporter.start(configuration)
+        exit(0)
+    case .writeAfterEnd:
+        try! CrashReporter.start(configuration)
+        CrashReporter.endSession()
+        CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
+        _ = try! CrashReporter.setCustomValue(OrderContext(orderID: 1, lines: ["tea"], totals: ["net": 1]), forKey: "order")
         exit(0)
     case .startOnly:
         do {

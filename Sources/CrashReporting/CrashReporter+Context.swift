@@ -112,7 +112,11 @@ extension CrashReporter {
     public static let maximumCustomDataBytes = 100 * 1024
     private static let customData = Mutex([String: String]())
 
+    /// A session sidecar, made under the lock a clean end takes (see ccr_session.c): after the end
+    /// there is no session to add to, and nothing is written.
     private static func writeAtomically(_ text: String, to path: String) throws {
+        guard ccr_session_sidecar_begin() == 1 else { return }
+        defer { ccr_session_sidecar_end() }
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }

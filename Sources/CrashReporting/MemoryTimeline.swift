@@ -7,6 +7,7 @@
 // ended it: the abnormal-termination report says `oom_kill`, with the limit and the timeline.
 // cgroup v2 (memory.current, memory.max, memory.events) and v1 (memory.usage_in_bytes,
 // memory.limit_in_bytes, memory.oom_control) both; outside any limited cgroup, RSS alone.
+import CCrashCapture
 import Foundation
 import Glibc
 
@@ -117,6 +118,10 @@ final class MemorySampler: @unchecked Sendable {
         guard header.count < Self.headerBytes else { return }   // cgroup paths of absurd length: no timeline
         header += [UInt8](repeating: UInt8(ascii: " "), count: Self.headerBytes - 1 - header.count) + [UInt8(ascii: "\n")]
         let blank = [UInt8](repeating: UInt8(ascii: " "), count: Self.slotBytes - 1) + [UInt8(ascii: "\n")]
+        // Made while the session runs, under the lock a clean end takes (see ccr_session.c), so that
+        // an exit on another thread never leaves it behind.
+        guard ccr_session_sidecar_begin() == 1 else { return }
+        defer { ccr_session_sidecar_end() }
         // Whole before it has its name: a SIGKILL during creation leaves no half-written sidecar.
         let temporary = path + ".tmp"
         fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -135,6 +140,8 @@ final class MemorySampler: @unchecked Sendable {
                 var pause = timespec(tv_sec: Int(components.seconds), tv_nsec: Int(components.attoseconds / 1_000_000_000))
                 var remaining = timespec()
                 while nanosleep(&pause, &remaining) != 0 && errno == EINTR { pause = remaining }
+                guard ccr_session_sidecar_begin() == 1 else { return }   // the session ended cleanly
+                ccr_session_sidecar_end()
                 sample()
             }
         }

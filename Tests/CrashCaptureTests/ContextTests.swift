@@ -163,4 +163,16 @@ struct ContextTests {
         #expect(sessions.isEmpty)
         #expect(run.pendingRecords.isEmpty)
     }
+
+    @Test("after a clean end no sidecar is written: the memory sampler and custom data find the session ended")
+    func noSidecarAfterEnd() throws {
+        // Sidecars are made under the lock the end takes (ccr_session.c). Before, a custom value
+        // set after the end wrote <id>.session.custom.json, and a sampler that started during an
+        // exit left <id>.session.memory behind.
+        let run = try FixtureRun.run("write-after-end", .release)
+        #expect(run.exitStatus == 0)
+        let sessions = try FileManager.default.contentsOfDirectory(atPath: run.reportsDirectory.appendingPathComponent("sessions").path)
+        #expect(sessions.isEmpty)
+        #expect(run.pendingRecords.isEmpty)
+    }
 }

@@ -122,18 +122,40 @@ void ccr_session_sync(void) {
     if (session_fd >= 0) fsync(session_fd);
 }
 
+// Held while a sidecar (<session>.custom.json, .memory) is created or renamed, and while a clean
+// end removes them: a sidecar is then either made before the end (and removed by it) or not made
+// at all. Without it a sidecar written on another thread during exit() outlived the session (a
+// clean exit left `.memory` or `.memory.tmp` behind, seen with both cores busy). Never taken at
+// crash time.
+static pthread_mutex_t sidecar_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int ccr_session_sidecar_begin(void) {
+    pthread_mutex_lock(&sidecar_lock);
+    ccr_session_file *s = ccr_session;
+    if (s != NULL && s->pid == getpid() && atomic_load(&s->state) == CCR_SESSION_RUNNING) return 1;
+    pthread_mutex_unlock(&sidecar_lock);
+    return 0;
+}
+
+void ccr_session_sidecar_end(void) {
+    pthread_mutex_unlock(&sidecar_lock);
+}
+
 void ccr_session_end(void) {
     ccr_session_file *s = ccr_session;
     if (s == NULL || s->pid != getpid()) return;   // not in a forked child
+    pthread_mutex_lock(&sidecar_lock);
     uint32_t running = CCR_SESSION_RUNNING;
     if (atomic_compare_exchange_strong(&s->state, &running, CCR_SESSION_ENDED)) {
         unlink(session_path);   // a clean end leaves nothing to report
-        char custom[sizeof session_path + 16];
-        snprintf(custom, sizeof custom, "%s.custom.json", session_path);
-        unlink(custom);
-        snprintf(custom, sizeof custom, "%s.memory", session_path);   // the memory sampler's sidecar
-        unlink(custom);
+        static const char *const sidecars[] = { ".custom.json", ".custom.json.tmp", ".memory", ".memory.tmp" };
+        for (size_t i = 0; i < sizeof sidecars / sizeof sidecars[0]; i++) {
+            char path[sizeof session_path + 24];
+            snprintf(path, sizeof path, "%s%s", session_path, sidecars[i]);
+            unlink(path);
+        }
     }
+    pthread_mutex_unlock(&sidecar_lock);
 }
 
 // MARK: - Breadcrumbs

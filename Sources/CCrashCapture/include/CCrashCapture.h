@@ -81,6 +81,10 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
 void ccr_session_sync(void);
 /// Marks the session ended cleanly and removes its file. Not async-signal-safe: unlink.
 void ccr_session_end(void);
+/// 1 with the sidecar lock held when the session is running in this process (create or rename a
+/// sidecar, then call ccr_session_sidecar_end); 0, lock not held, once it has ended.
+int ccr_session_sidecar_begin(void);
+void ccr_session_sidecar_end(void);
 
 /// Appends a breadcrumb: lock-free, wait-free, no allocation. `level` 0 debug … 4 fatal; `kind`
 /// 0 log, 1 screen view, 2 action, 3 error, 4 network. `metadata` is a compact JSON object or empty.
