@@ -280,6 +280,40 @@ import Testing
         }
     }
 
+    @Test func logsComeAPageAtATimeAndLongEventsAreCutOnThePage() async throws {
+        try await TestCollector.with { collector in
+            let events = (0..<5).map { Self.event.replacingOccurrences(of: "users/42", with: "users/\($0)") }
+            #expect(try await post(collector, Data("[\(events.joined(separator: ","))]".utf8)).status == 201)
+            var urls: [String] = []
+            var path = "/api/logs?limit=2"
+            var pages = 0
+            while pages < 10 {
+                let answer = try await collector.read(path)
+                #expect(answer.status == 200)
+                let rows = try #require(answer.json["logs"] as? [[String: Any]])
+                urls += rows.compactMap { $0["url"] as? String }
+                pages += 1
+                guard let next = answer.json["next_before"] as? Int else { break }
+                path = "/api/logs?limit=2&before=\(next)"
+            }
+            #expect(pages == 3)
+            #expect(urls == (0..<5).reversed().map { "https://api.example.com/users/\($0)" })
+
+            // An event far longer than the page shows: cut, with a link to all of it.
+            let long = Self.event.replacingOccurrences(of: #""responseBody":"{\"name\":\"Roy\"}""#,
+                                                       with: #""responseBody":""# + String(repeating: "x", count: 20_000) + #"""#)
+            #expect(try await post(collector, Data(long.utf8)).status == 201)
+            let newest = try #require((try await collector.read("/api/logs?limit=1").json["logs"] as? [[String: Any]])?.first)
+            let id = try #require(newest["id"] as? Int)
+            let page = try await collector.read("/logs")
+            #expect(page.status == 200)
+            #expect(!page.text.contains(String(repeating: "x", count: 5000)))
+            #expect(page.text.contains("href=\"/api/logs?before=\(id + 1)&amp;limit=1\""))
+            let whole = try #require((try await collector.read("/api/logs?before=\(id + 1)&limit=1").json["logs"] as? [[String: Any]])?.first)
+            #expect(((whole["event"] as? [String: Any])?["responseBody"] as? String)?.count == 20_000)
+        }
+    }
+
     @Test func tokenRulesAndBadBodies() async throws {
         try await TestCollector.with { collector in
             #expect(try await post(collector, Data(Self.event.utf8), token: nil).status == 401)

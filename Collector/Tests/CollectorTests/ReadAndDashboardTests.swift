@@ -80,6 +80,59 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
         }
     }
 
+    @Test func issuesAndEventsComeAPageAtATime() async throws {
+        try await TestCollector.with { collector in
+            // Five events of one issue, at five times; another issue, older.
+            for minute in 0..<5 {
+                var payload = try sameCrashElsewhere(user: "user-\(minute)")
+                payload.crash_reports[0].timestamp = "2026-02-17T09:0\(minute):00.000Z"
+                #expect(try await collector.upload(try payload.encoded()).status == 201)
+            }
+            var other = try sameCrashElsewhere(user: "user-9")
+            other.crash_reports[0].thread_info[0].frames[0].function = "main.otherCrash()"
+            other.crash_reports[0].timestamp = "2026-02-16T09:00:00.000Z"
+            #expect(try await collector.upload(try other.encoded()).status == 201)
+
+            let first = try await collector.read("/api/issues?kind=crash&limit=1")
+            let firstIssues = try #require(first.json["issues"] as? [[String: Any]])
+            #expect(firstIssues.count == 1 && firstIssues[0]["event_count"] as? Int == 5)
+            #expect(first.json["next_offset"] as? Int == 1)
+            let second = try await collector.read("/api/issues?kind=crash&limit=1&offset=1")
+            #expect((second.json["issues"] as? [[String: Any]])?.first?["title"] as? String == "otherCrash() — SIGSEGV")
+            #expect(second.json["next_offset"] == nil)
+
+            let id = try #require(firstIssues[0]["id"] as? Int)
+            var users: [String] = []
+            var path = "/api/issues/\(id)?events=2"
+            var pages = 0
+            while pages < 10 {
+                let detail = try await collector.read(path).json
+                let events = try #require(detail["events"] as? [[String: Any]])
+                users += events.compactMap { $0["user_id"] as? String }
+                #expect((detail["latest_event"] as? [String: Any])?["user_id"] as? String == "user-4", "the latest on every page")
+                pages += 1
+                guard let next = detail["next_events_before"] as? Int else { break }
+                path = "/api/issues/\(id)?events=2&events_before=\(next)"
+            }
+            #expect(pages == 3)
+            #expect(users == ["user-4", "user-3", "user-2", "user-1", "user-0"])
+
+            // The oldest event opens whole though it is not on the first page.
+            let all = try #require(try await collector.read("/api/issues/\(id)?events=5").json["events"] as? [[String: Any]])
+            let oldest = try #require(all.last?["id"] as? Int)
+            let opened = try await collector.read("/api/issues/\(id)?events=2&event=\(oldest)").json
+            #expect((opened["event"] as? [String: Any])?["user_id"] as? String == "user-0")
+            // Another issue's event does not open here.
+            let otherID = try #require((second.json["issues"] as? [[String: Any]])?.first?["id"] as? Int)
+            let otherEvent = try #require((try await collector.read("/api/issues/\(otherID)").json["events"] as? [[String: Any]])?.first?["id"] as? Int)
+            #expect(try await collector.read("/api/issues/\(id)?event=\(otherEvent)").json["event"] == nil)
+
+            // The dashboard pages through the same way (50 events a page there).
+            let page = try await collector.read("/issues/\(id)")
+            #expect(page.status == 200 && !page.text.contains("older events"))
+        }
+    }
+
     @Test func issueDetailCarriesTheLatestEvent() async throws {
         try await TestCollector.with { collector in
             #expect(try await collector.upload(try Fixtures.samplePayloadData()).status == 201)

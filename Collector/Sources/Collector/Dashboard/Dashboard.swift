@@ -112,8 +112,9 @@ struct Dashboard: Sendable {
 
     /// The issue, one event whole (the latest, or `event` when it is one of the recent ones), and
     /// the list of recent events, each opening its own report.
-    func issuePage(id: Int64, event selected: Int64? = nil, now: Date = Date()) async throws -> String? {
-        guard let detail = try await ReadAPI(store: store, rule: rule).issueDetail(id: id, event: selected, now: now) else { return nil }
+    func issuePage(id: Int64, event selected: Int64? = nil, eventsBefore: Int64? = nil, now: Date = Date()) async throws -> String? {
+        guard let detail = try await ReadAPI(store: store, rule: rule).issueDetail(id: id, before: eventsBefore, event: selected, now: now)
+        else { return nil }
         let issue = detail.issue
         let alert = try await IssueMetrics(store: store, rule: rule).alerts(now: now).first { $0.issue.id == id }
         var body = """
@@ -133,15 +134,21 @@ struct Dashboard: Sendable {
             + sparkline(issue.trend ?? IssueMetrics.emptyTrend(now: now), width: 336, height: 60) + "</div>"
         let shown = detail.event ?? detail.latest_event
         if let event = shown { body += eventSection(event, heading: detail.event == nil ? "Latest event" : "Event \(event.id)") }
-        body += "<h2>Recent events (\(detail.events.count))</h2><table class=\"events\"><tr><th>Occurred</th><th>Received</th>"
+        body += "<h2>\(eventsBefore == nil ? "Recent events" : "Older events") (\(detail.events.count))</h2>"
+            + "<table class=\"events\"><tr><th>Occurred</th><th>Received</th>"
             + "<th>Version</th><th>Host</th><th>User</th><th>Report</th></tr>"
+        let pageQuery = eventsBefore.map { "&amp;events_before=\($0)" } ?? ""
         for event in detail.events {
             let current = event.id == shown?.id
             body += "<tr\(current ? " class=\"current\"" : "")><td>\(h(event.timestamp))</td><td>\(h(event.received_at))</td>"
                 + "<td>\(h(event.app_version))</td><td><code>\(h(event.host ?? "—"))</code></td><td>\(h(event.user_id ?? "—"))</td>"
-                + "<td>\(current ? "shown above" : "<a href=\"/issues/\(id)?event=\(event.id)\">open</a>")</td></tr>"
+                + "<td>\(current ? "shown above" : "<a href=\"/issues/\(id)?event=\(event.id)\(pageQuery)\">open</a>")</td></tr>"
         }
         body += "</table>"
+        var links: [String] = []
+        if eventsBefore != nil { links.append("<a href=\"/issues/\(id)\">newest events</a>") }
+        if let next = detail.next_events_before { links.append("<a href=\"/issues/\(id)?events_before=\(next)\">older events</a>") }
+        if !links.isEmpty { body += "<p class=\"pages\">" + links.joined(separator: " · ") + "</p>" }
         return layout(title: issue.title, body: body)
     }
 
@@ -276,9 +283,15 @@ struct Dashboard: Sendable {
         return body
     }
 
-    func logsPage(limit: Int) async throws -> String {
-        let logs = try await store.apiLogs(limit: limit, appID: nil)
-        var body = "<h1>API logs</h1><p class=\"muted\">The newest \(limit) api_log events received on POST /api/logs (seed 003).</p>"
+    /// A log's event as shown on the page: at most this many characters of its pretty JSON, then a
+    /// link to the whole of it in the read API (an event may hold strings of 512 KiB).
+    static let shownLogEventCharacters = 4096
+
+    func logsPage(limit: Int, before: Int64? = nil) async throws -> String {
+        let fetched = try await store.apiLogs(limit: limit + 1, appID: nil, before: before)
+        let logs = fetched.prefix(limit)
+        var body = "<h1>API logs</h1><p class=\"muted\">\(before == nil ? "The newest" : "Older:") \(limit) api_log events "
+            + "received on POST /api/logs (seed 003), a page at a time.</p>"
         if logs.isEmpty {
             body += "<p class=\"empty\">No API logs yet.</p>"
         } else {
@@ -287,12 +300,23 @@ struct Dashboard: Sendable {
                 let time = log.timestamp.map { Timestamp.format(Date(milliseconds: $0)) } ?? Timestamp.format(log.receivedAt)
                 let status = log.statusCode ?? 0
                 body += "<tr><td>\(h(time))</td><td>\(h(log.appID ?? "—"))</td><td>\(h(log.method ?? "—"))</td>"
-                    + "<td><details><summary>\(h(log.url ?? "—"))</summary><pre>\(h(prettyJSON(JSONValue(json: log.eventJSON) ?? .null)))</pre></details></td>"
+                    + "<td><details><summary>\(h(log.url ?? "—"))</summary>\(Self.logEvent(log))</details></td>"
                     + "<td class=\"\(status >= 400 || status == 0 ? "bad" : "ok")\">\(status)</td><td>\(log.duration.map { "\($0) ms" } ?? "—")</td></tr>"
             }
             body += "</table>"
         }
+        var links: [String] = []
+        if before != nil { links.append("<a href=\"/logs\">newest</a>") }
+        if fetched.count > limit, let last = logs.last { links.append("<a href=\"/logs?before=\(last.id)\">older</a>") }
+        if !links.isEmpty { body += "<p class=\"pages\">" + links.joined(separator: " · ") + "</p>" }
         return layout(title: "API logs", body: body)
+    }
+
+    static func logEvent(_ log: StoredAPILog) -> String {
+        let text = prettyJSON(JSONValue(json: log.eventJSON) ?? .null)
+        guard text.count > shownLogEventCharacters else { return "<pre>\(h(text))</pre>" }
+        return "<pre>\(h(String(text.prefix(shownLogEventCharacters))))…</pre>"
+            + "<p class=\"muted\">\(text.count) characters; <a href=\"/api/logs?before=\(log.id + 1)&amp;limit=1\">the whole event</a></p>"
     }
 
     // MARK: Connect App (seed 002)

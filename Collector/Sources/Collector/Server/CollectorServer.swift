@@ -156,9 +156,10 @@ public enum CollectorServer {
         router.get("/api/issues") { request, context in
             if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
-                let query = IssueQuery(bundleID: request.uri.queryParameters.get("bundle_id"),
-                                       kind: request.uri.queryParameters.get("kind"),
-                                       limit: min(1000, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
+                let parameters = request.uri.queryParameters
+                let query = IssueQuery(bundleID: parameters.get("bundle_id"), kind: parameters.get("kind"),
+                                       limit: min(1000, max(1, parameters.get("limit", as: Int.self) ?? 100)),
+                                       offset: min(1_000_000, max(0, parameters.get("offset", as: Int.self) ?? 0)))
                 return try await read.issues(query)
             }
         }
@@ -168,15 +169,19 @@ public enum CollectorServer {
                 guard let id = context.parameters.get("id", as: Int64.self) else {
                     return .error(404, "not_found", "No such issue")
                 }
-                let event = request.uri.queryParameters.get("event").flatMap { Int64($0) }
-                return try await read.issue(id: id, event: event) ?? .error(404, "not_found", "No such issue")
+                let parameters = request.uri.queryParameters
+                return try await read.issue(id: id, event: parameters.get("event").flatMap { Int64($0) },
+                                            eventsBefore: parameters.get("events_before").flatMap { Int64($0) },
+                                            events: min(500, max(1, parameters.get("events", as: Int.self) ?? 50)))
+                    ?? .error(404, "not_found", "No such issue")
             }
         }
         router.get("/api/logs") { request, context in
             if let refusal = auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let limit = min(1000, max(1, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
-                return try await read.logs(limit: limit, appID: request.uri.queryParameters.get("app_id"))
+                return try await read.logs(limit: limit, appID: request.uri.queryParameters.get("app_id"),
+                                           before: request.uri.queryParameters.get("before").flatMap { Int64($0) })
             }
         }
         router.get("/api/crash-free") { request, context in
@@ -226,12 +231,16 @@ public enum CollectorServer {
             if let refusal = auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
-                return try await dashboard.issuePage(id: id, event: request.uri.queryParameters.get("event").flatMap { Int64($0) })
+                let parameters = request.uri.queryParameters
+                return try await dashboard.issuePage(id: id, event: parameters.get("event").flatMap { Int64($0) },
+                                                     eventsBefore: parameters.get("events_before").flatMap { Int64($0) })
             }
         }
         router.get("/logs") { request, context in
             if let refusal = auth.refusal(request, context, json: false) { return refusal }
-            return await page(logger) { try await dashboard.logsPage(limit: 200) }
+            return await page(logger) {
+                try await dashboard.logsPage(limit: 200, before: request.uri.queryParameters.get("before").flatMap { Int64($0) })
+            }
         }
         return router
     }

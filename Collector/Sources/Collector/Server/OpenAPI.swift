@@ -501,11 +501,12 @@ enum OpenAPI {
             }
           },
           "get": {
-            "summary": "API logs, newest first.",
+            "summary": "API logs, newest first, a page at a time (next_before, when present, asks for the next page).",
             "security": [{"dashboard": []}],
             "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                           {"name": "app_id", "in": "query", "schema": {"type": "string"}}],
-            "responses": {"200": {"description": "{\"logs\": [...]}"}, "401": {"$ref": "#/components/responses/Unauthorized"}}
+                           {"name": "app_id", "in": "query", "schema": {"type": "string"}},
+                           {"name": "before", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": {"description": "{\"logs\": [...], \"next_before\"}"}, "401": {"$ref": "#/components/responses/Unauthorized"}}
           }
         },
         "/api/issues": {
@@ -514,21 +515,25 @@ enum OpenAPI {
             "security": [{"dashboard": []}],
             "parameters": [{"name": "bundle_id", "in": "query", "schema": {"type": "string"}},
                            {"name": "kind", "in": "query", "schema": {"enum": ["crash", "non_fatal", "abnormal_termination"]}},
-                           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                           {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 1000000}}],
             "responses": {
-              "200": {"description": "The issues.", "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"issues": {"type": "array", "items": {"$ref": "#/components/schemas/Issue"}}}}}}},
+              "200": {"description": "The issues; next_offset, when present, asks for the next page.", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"issues": {"type": "array", "items": {"$ref": "#/components/schemas/Issue"}},
+                                                 "next_offset": {"type": "integer"}}}}}},
               "401": {"$ref": "#/components/responses/Unauthorized"}
             }
           }
         },
         "/api/issues/{id}": {
           "get": {
-            "summary": "One issue, its latest event in full, and its recent events; with event, that one of them in full too.",
+            "summary": "One issue, its latest event in full, and a page of its events (newest first; events_before = next_events_before for the next page); with event, that event of the issue in full too.",
             "security": [{"dashboard": []}],
             "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
-                           {"name": "event", "in": "query", "schema": {"type": "integer"}}],
-            "responses": {"200": {"description": "{\"issue\", \"latest_event\", \"events\", \"event\"}"},
+                           {"name": "event", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "events", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
+                           {"name": "events_before", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": {"description": "{\"issue\", \"latest_event\", \"events\", \"next_events_before\", \"event\"}"},
                           "401": {"$ref": "#/components/responses/Unauthorized"},
                           "404": {"description": "No such issue."}}
           }

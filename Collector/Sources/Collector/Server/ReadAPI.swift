@@ -148,7 +148,9 @@ struct IssueDetailJSON: Codable {
     var issue: IssueJSON
     var latest_event: EventJSON?
     var events: [EventRefJSON]
-    /// The event asked for with `?event=<id>` (one of `events`), whole.
+    /// Present when older events follow: `?events_before=<this>` lists the next page.
+    var next_events_before: Int64?
+    /// The event asked for with `?event=<id>` (any event of the issue, however old), whole.
     var event: EventJSON?
 }
 
@@ -246,30 +248,51 @@ struct ReadAPI: Sendable {
 
     var metrics: IssueMetrics { IssueMetrics(store: store, rule: rule) }
 
-    func issues(_ query: IssueQuery, now: Date = Date()) async throws -> APIAnswer {
-        let issues = try await store.issues(query)
-        let trends = try await metrics.trends(now: now)
-        let empty = IssueMetrics.emptyTrend(now: now)
-        return .json(200, ["issues": issues.map { IssueJSON($0, trend: trends[$0.id] ?? empty) }])
+    struct IssuesPage: Encodable {
+        var issues: [IssueJSON]
+        /// Present when more issues follow: `?offset=<this>` (same limit) lists the next page.
+        var next_offset: Int?
     }
 
-    func issue(id: Int64, event: Int64? = nil) async throws -> APIAnswer? {
-        guard let detail = try await issueDetail(id: id, event: event) else { return nil }
+    func issues(_ query: IssueQuery, now: Date = Date()) async throws -> APIAnswer {
+        // One more than asked tells whether a next page exists.
+        var probe = query
+        probe.limit = query.limit + 1
+        let issues = try await store.issues(probe)
+        let trends = try await metrics.trends(now: now)
+        let empty = IssueMetrics.emptyTrend(now: now)
+        return .json(200, IssuesPage(issues: issues.prefix(query.limit).map { IssueJSON($0, trend: trends[$0.id] ?? empty) },
+                                     next_offset: issues.count > query.limit ? query.offset + query.limit : nil))
+    }
+
+    func issue(id: Int64, event: Int64? = nil, eventsBefore: Int64? = nil, events limit: Int = 50) async throws -> APIAnswer? {
+        guard let detail = try await issueDetail(id: id, events: limit, before: eventsBefore, event: event) else { return nil }
         return .json(200, detail)
     }
 
-    func issueDetail(id: Int64, events limit: Int = 50, event selected: Int64? = nil, now: Date = Date()) async throws -> IssueDetailJSON? {
+    /// The issue, a page of its events (newest first, `limit` of them, after `before` when given),
+    /// the latest event whole, and the one asked for whole.
+    func issueDetail(id: Int64, events limit: Int = 50, before: Int64? = nil, event selected: Int64? = nil,
+                     now: Date = Date()) async throws -> IssueDetailJSON? {
         guard let issue = try await store.issue(id: id) else { return nil }
-        let events = try await store.events(issueID: id, limit: limit)
+        let page = try await store.events(issueID: id, limit: limit + 1, before: before)
+        let events = Array(page.prefix(limit))
+        let latest = before == nil ? events.first : try await store.events(issueID: id, limit: 1, before: nil).first
         let trend = try await metrics.trends(now: now, issueID: id)[id] ?? IssueMetrics.emptyTrend(now: now)
+        var chosen: StoredReport?
+        if let selected {
+            chosen = events.first { $0.id == selected }
+            if chosen == nil { chosen = try await store.event(issueID: id, id: selected) }
+        }
         return IssueDetailJSON(
-            issue: IssueJSON(issue, trend: trend), latest_event: try events.first.map(EventJSON.init),
+            issue: IssueJSON(issue, trend: trend), latest_event: try latest.map(EventJSON.init),
             events: events.map {
                 EventRefJSON(id: $0.id, diagnostics_id: $0.diagnosticsID, timestamp: Timestamp.format($0.occurredAt),
                              received_at: Timestamp.format($0.receivedAt), app_version: $0.appVersion, user_id: $0.userID,
                              host: Self.host(of: $0))
             },
-            event: try selected.flatMap { wanted in events.first { $0.id == wanted } }.map(EventJSON.init))
+            next_events_before: page.count > limit ? events.last?.id : nil,
+            event: try chosen.map(EventJSON.init))
     }
 
     /// The reporting host of a stored report: its device metadata's hostname hash or identifier.
@@ -282,8 +305,16 @@ struct ReadAPI: Sendable {
         return nil
     }
 
-    func logs(limit: Int, appID: String?) async throws -> APIAnswer {
-        .json(200, ["logs": try await store.apiLogs(limit: limit, appID: appID).map(LogJSON.init)])
+    struct LogsPage: Encodable {
+        var logs: [LogJSON]
+        /// Present when older logs follow: `?before=<this>` lists the next page.
+        var next_before: Int64?
+    }
+
+    func logs(limit: Int, appID: String?, before: Int64? = nil) async throws -> APIAnswer {
+        let logs = try await store.apiLogs(limit: limit + 1, appID: appID, before: before)
+        let page = Array(logs.prefix(limit))
+        return .json(200, LogsPage(logs: page.map(LogJSON.init), next_before: logs.count > limit ? page.last?.id : nil))
     }
 
     func crashFree(days: Int) async throws -> APIAnswer {

@@ -234,6 +234,7 @@ public final class PostgresStore: Store {
             WHERE (\(query.bundleID)::text IS NULL OR i.bundle_id = \(query.bundleID))
               AND (\(query.kind)::text IS NULL OR i.kind = \(query.kind))
             GROUP BY i.id ORDER BY MAX(r.occurred_at) DESC, i.id DESC LIMIT \(Int64(max(1, query.limit)))
+            OFFSET \(Int64(max(0, query.offset)))
             """, logger: logger)
         var result: [IssueSummary] = []
         for try await row in rows.decode(IssueRow.self) { result.append(Self.issue(row)) }
@@ -246,13 +247,30 @@ public final class PostgresStore: Store {
         return nil
     }
 
-    public func events(issueID: Int64, limit: Int) async throws -> [StoredReport] {
+    public func events(issueID: Int64, limit: Int, before: Int64?) async throws -> [StoredReport] {
         let rows = try await client.query("""
             SELECT r.id, u.diagnostics_id, r.report_id, r.kind, r.occurred_at, r.received_at, r.app_version, u.user_id,
                    r.report, u.payload
             FROM reports r JOIN uploads u ON u.id = r.upload_id
-            WHERE r.issue_id = \(issueID) ORDER BY r.occurred_at DESC, r.id DESC LIMIT \(Int64(max(1, limit)))
+            WHERE r.issue_id = \(issueID)
+              AND (\(before)::bigint IS NULL
+                   OR (r.occurred_at, r.id) < (SELECT b.occurred_at, b.id FROM reports b WHERE b.id = \(before)))
+            ORDER BY r.occurred_at DESC, r.id DESC LIMIT \(Int64(max(1, limit)))
             """, logger: logger)
+        return try await Self.storedReports(rows)
+    }
+
+    public func event(issueID: Int64, id: Int64) async throws -> StoredReport? {
+        let rows = try await client.query("""
+            SELECT r.id, u.diagnostics_id, r.report_id, r.kind, r.occurred_at, r.received_at, r.app_version, u.user_id,
+                   r.report, u.payload
+            FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE r.issue_id = \(issueID) AND r.id = \(id)
+            """, logger: logger)
+        return try await Self.storedReports(rows).first
+    }
+
+    private static func storedReports(_ rows: PostgresRowSequence) async throws -> [StoredReport] {
         var result: [StoredReport] = []
         for try await row in rows.decode((Int64, String, String, String, Int64, Int64, String, String?, String, String).self) {
             result.append(StoredReport(
@@ -322,10 +340,11 @@ public final class PostgresStore: Store {
         }
     }
 
-    public func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog] {
+    public func apiLogs(limit: Int, appID: String?, before: Int64?) async throws -> [StoredAPILog] {
         let rows = try await client.query("""
             SELECT id, received_at, app_id, method, url, status_code, duration, timestamp, event FROM api_logs
-            WHERE (\(appID)::text IS NULL OR app_id = \(appID)) ORDER BY id DESC LIMIT \(Int64(max(1, limit)))
+            WHERE (\(appID)::text IS NULL OR app_id = \(appID)) AND (\(before)::bigint IS NULL OR id < \(before))
+            ORDER BY id DESC LIMIT \(Int64(max(1, limit)))
             """, logger: logger)
         var result: [StoredAPILog] = []
         for try await row in rows.decode((Int64, Int64, String?, String?, String?, Int64?, Int64?, Int64?, String).self) {

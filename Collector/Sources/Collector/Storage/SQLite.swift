@@ -28,6 +28,7 @@ extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
 
     static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
     static func int(_ value: Int) -> SQLValue { .integer(Int64(value)) }
+    static func optionalInteger(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
     static func bool(_ value: Bool) -> SQLValue { .integer(value ? 1 : 0) }
 }
 

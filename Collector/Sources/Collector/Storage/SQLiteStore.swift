@@ -199,26 +199,40 @@ public actor SQLiteStore: Store {
         try db.query("""
             \(Self.issueColumns)
             WHERE (?1 IS NULL OR i.bundle_id = ?1) AND (?2 IS NULL OR i.kind = ?2)
-            GROUP BY i.id ORDER BY MAX(r.occurred_at) DESC, i.id DESC LIMIT ?3
-            """, [.optional(query.bundleID), .optional(query.kind), .int(max(1, query.limit))], row: Self.issue)
+            GROUP BY i.id ORDER BY MAX(r.occurred_at) DESC, i.id DESC LIMIT ?3 OFFSET ?4
+            """, [.optional(query.bundleID), .optional(query.kind), .int(max(1, query.limit)), .int(max(0, query.offset))],
+            row: Self.issue)
     }
 
     public func issue(id: Int64) throws -> IssueSummary? {
         try db.query("\(Self.issueColumns) WHERE i.id = ?1 GROUP BY i.id", [.integer(id)], row: Self.issue).first
     }
 
-    public func events(issueID: Int64, limit: Int) throws -> [StoredReport] {
+    public func events(issueID: Int64, limit: Int, before: Int64?) throws -> [StoredReport] {
         try db.query("""
             SELECT r.id, u.diagnostics_id, r.report_id, r.kind, r.occurred_at, r.received_at, r.app_version, u.user_id,
                    r.report, u.payload
             FROM reports r JOIN uploads u ON u.id = r.upload_id
-            WHERE r.issue_id = ?1 ORDER BY r.occurred_at DESC, r.id DESC LIMIT ?2
-            """, [.integer(issueID), .int(max(1, limit))]) { row in
-            StoredReport(
-                id: row.int(0), diagnosticsID: row.text(1), reportID: row.text(2), kind: row.text(3),
-                occurredAt: Date(milliseconds: row.int(4)), receivedAt: Date(milliseconds: row.int(5)),
-                appVersion: row.text(6), userID: row.optionalText(7), reportJSON: row.text(8), payloadJSON: row.text(9))
-        }
+            WHERE r.issue_id = ?1
+              AND (?3 IS NULL OR (r.occurred_at, r.id) < (SELECT b.occurred_at, b.id FROM reports b WHERE b.id = ?3))
+            ORDER BY r.occurred_at DESC, r.id DESC LIMIT ?2
+            """, [.integer(issueID), .int(max(1, limit)), .optionalInteger(before)], row: Self.storedReport)
+    }
+
+    public func event(issueID: Int64, id: Int64) throws -> StoredReport? {
+        try db.query("""
+            SELECT r.id, u.diagnostics_id, r.report_id, r.kind, r.occurred_at, r.received_at, r.app_version, u.user_id,
+                   r.report, u.payload
+            FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE r.issue_id = ?1 AND r.id = ?2
+            """, [.integer(issueID), .integer(id)], row: Self.storedReport).first
+    }
+
+    private static func storedReport(_ row: SQLiteStatement) -> StoredReport {
+        StoredReport(
+            id: row.int(0), diagnosticsID: row.text(1), reportID: row.text(2), kind: row.text(3),
+            occurredAt: Date(milliseconds: row.int(4)), receivedAt: Date(milliseconds: row.int(5)),
+            appVersion: row.text(6), userID: row.optionalText(7), reportJSON: row.text(8), payloadJSON: row.text(9))
     }
 
     public func rawReports(after id: Int64, limit: Int) throws -> [RawReport] {
@@ -263,11 +277,11 @@ public actor SQLiteStore: Store {
         }
     }
 
-    public func apiLogs(limit: Int, appID: String?) throws -> [StoredAPILog] {
+    public func apiLogs(limit: Int, appID: String?, before: Int64?) throws -> [StoredAPILog] {
         try db.query("""
             SELECT id, received_at, app_id, method, url, status_code, duration, timestamp, event FROM api_logs
-            WHERE (?1 IS NULL OR app_id = ?1) ORDER BY id DESC LIMIT ?2
-            """, [.optional(appID), .int(max(1, limit))]) { row in
+            WHERE (?1 IS NULL OR app_id = ?1) AND (?3 IS NULL OR id < ?3) ORDER BY id DESC LIMIT ?2
+            """, [.optional(appID), .int(max(1, limit)), .optionalInteger(before)]) { row in
             StoredAPILog(
                 id: row.int(0), receivedAt: Date(milliseconds: row.int(1)), appID: row.optionalText(2),
                 method: row.optionalText(3), url: row.optionalText(4), statusCode: row.optionalInt(5).map { Int($0) },

@@ -15,9 +15,13 @@ public protocol Store: Sendable {
 
     func issues(_ query: IssueQuery) async throws -> [IssueSummary]
     func issue(id: Int64) async throws -> IssueSummary?
-    /// The issue's events, newest first.
-    func events(issueID: Int64, limit: Int) async throws -> [StoredReport]
-    func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog]
+    /// The issue's events, newest first (by occurrence, then id); with `before`, those that come
+    /// after that event in this order (keyset pagination: pages stay right while events arrive).
+    func events(issueID: Int64, limit: Int, before: Int64?) async throws -> [StoredReport]
+    /// One event of the issue, whatever its age.
+    func event(issueID: Int64, id: Int64) async throws -> StoredReport?
+    /// API logs, newest first; with `before`, those with a smaller id.
+    func apiLogs(limit: Int, appID: String?, before: Int64?) async throws -> [StoredAPILog]
     /// Crash-free sessions and users per app version and UTC day, over the last `days` days.
     func crashFree(days: Int, now: Date) async throws -> [CrashFreeRow]
     /// Stores session beacons (POST /api/v1/sessions): a session not yet known is added, clean; one
@@ -83,6 +87,14 @@ public struct ReportReplacement: Sendable {
 }
 
 extension Store {
+    func events(issueID: Int64, limit: Int) async throws -> [StoredReport] {
+        try await events(issueID: issueID, limit: limit, before: nil)
+    }
+
+    func apiLogs(limit: Int, appID: String?) async throws -> [StoredAPILog] {
+        try await apiLogs(limit: limit, appID: appID, before: nil)
+    }
+
     public func close() async {}
 }
 
@@ -189,10 +201,14 @@ public struct IssueQuery: Sendable {
     public var bundleID: String?
     public var kind: String?
     public var limit: Int
-    public init(bundleID: String? = nil, kind: String? = nil, limit: Int = 100) {
+    /// Issues to skip (pagination of an order by last occurrence, which changes as events arrive:
+    /// a page may repeat or miss an issue that moved).
+    public var offset: Int
+    public init(bundleID: String? = nil, kind: String? = nil, limit: Int = 100, offset: Int = 0) {
         self.bundleID = bundleID
         self.kind = kind
         self.limit = limit
+        self.offset = offset
     }
 }
 
