@@ -36,8 +36,10 @@ let package = Package(
             name: "CrashReportingLogging",
             dependencies: ["CrashReporting", .product(name: "Logging", package: "swift-log")]
         ),
-        .systemLibrary(name: "CLibdw", pkgConfig: "libdw", providers: [.apt(["libdw-dev"])]),
-        .target(name: "CrashSymbolication", dependencies: ["CLibdw", "CrashReportModel"]),
+        // libdw's headers at build time (Debian libdw-dev), libdw.so.1 opened at run time only when
+        // something is symbolicated: apps link no libdw/libelf (Docs/Decisions/0024).
+        .target(name: "CLibdwLoader", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
+        .target(name: "CrashSymbolication", dependencies: ["CLibdwLoader", "CrashReportModel"]),
         .executableTarget(
             name: "crashtool",
             dependencies: [
@@ -91,7 +93,7 @@ let package = Package(
     ]
 )
 
-let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport", "CLibdw", "CZlib"]
+let cTargets: Set<String> = ["CCrashCapture", "CFixtureSupport", "CLibdwLoader", "CZlib"]
 for target in package.targets where !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -235,6 +235,9 @@ final class Uploader: Sendable {
         let destinations = transports()
         let symbolicator = Symbolicator(locator: DebugFileLocator(options: .init(
             debugDirectories: settings.debugDirectories, useSystemDebugDirectory: true, useDebuginfod: false)))
+        if !names.isEmpty, let reason = Symbolicator.unavailableReason {
+            CrashReporter.warn("reports are sent unsymbolicated (each frame's build-id and offset, for the collector or crashtool): \(reason)")
+        }
         let dropped = LaunchFile.droppedCount(directory)
         let memo = RedactionMemo(redactor: settings.redactor ?? .seed000,
                                  verifier: settings.verifiesRedaction ? settings.verifier ?? RedactionVerifier() : nil)

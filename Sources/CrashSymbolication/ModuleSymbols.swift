@@ -7,7 +7,7 @@
 // DW_TAG_module, which dwarf_getscopes does not enter, so subprograms and their inlined
 // subroutines are found by walking the DIEs here; and symbol-table lookup in libdwfl is linear
 // (about 1 ms a frame in libswiftCore), so a sorted table is built once.
-import CLibdw
+import CLibdwLoader
 import CrashReportModel
 import Foundation
 
@@ -44,29 +44,28 @@ final class ModuleSymbols {
     /// Opens `path` (a binary or a separate debug file). `debugSearchPath` lets libdwfl find the
     /// separate debug file of a stripped binary (by .gnu_debuglink or build-id).
     init?(path: String, debugSearchPath: [String]) {
+        // No libdw on this host: nothing is symbolicated here (frames keep build-id and offset
+        // for the collector or crashtool).
+        guard ccr_libdw_load() == 1 else { return nil }
         self.path = path
         debugPath = .allocate(capacity: 1)
         // "-": don't insist on the debuglink CRC (build-ids are checked instead); "": the
         // binary's own folder; ".debug": its .debug subfolder; then the given folders.
         debugPath.initialize(to: strdup((["-", ".debug"] + debugSearchPath).joined(separator: ":")))
         callbacks = .allocate(capacity: 1)
-        callbacks.initialize(to: Dwfl_Callbacks(
-            find_elf: dwfl_build_id_find_elf,
-            find_debuginfo: dwfl_standard_find_debuginfo,
-            section_address: dwfl_offline_section_address,
-            debuginfo_path: debugPath))
-        guard let dwfl = dwfl_begin(callbacks) else {
+        callbacks.initialize(to: ccr_libdw_offline_callbacks(debugPath))
+        guard let dwfl = ccr_dwfl_begin(callbacks) else {
             free(debugPath.pointee)
             debugPath.deallocate()
             callbacks.deallocate()
             return nil
         }
         self.dwfl = dwfl
-        dwfl_report_begin(dwfl)
-        let module = dwfl_report_elf(dwfl, fileName(of: path), path, -1, 0, true)
-        dwfl_report_end(dwfl, nil, nil)
+        ccr_dwfl_report_begin(dwfl)
+        let module = ccr_dwfl_report_elf(dwfl, fileName(of: path), path, -1, 0, true)
+        ccr_dwfl_report_end(dwfl, nil, nil)
         guard let module else {
-            dwfl_end(dwfl)
+            ccr_dwfl_end(dwfl)
             free(debugPath.pointee)
             debugPath.deallocate()
             callbacks.deallocate()
@@ -74,13 +73,13 @@ final class ModuleSymbols {
         }
         self.module = module
         var bias: Dwarf_Addr = 0
-        hasDebugInfo = dwfl_module_getdwarf(module, &bias) != nil
+        hasDebugInfo = ccr_dwfl_module_getdwarf(module, &bias) != nil
         dwarfBias = bias
         if hasDebugInfo { indexCompilationUnits() }
     }
 
     deinit {
-        dwfl_end(dwfl)
+        ccr_dwfl_end(dwfl)
         free(debugPath.pointee)
         debugPath.deallocate()
         callbacks.deallocate()
@@ -102,7 +101,7 @@ final class ModuleSymbols {
     private func indexCompilationUnits() {
         var cuBias: Dwarf_Addr = 0
         var previous: UnsafeMutablePointer<Dwarf_Die>?
-        while let unit = dwfl_module_nextcu(module, previous, &cuBias) {
+        while let unit = ccr_dwfl_module_nextcu(module, previous, &cuBias) {
             previous = unit
             var die = unit.pointee
             for (low, high) in ranges(of: &die) {
@@ -115,10 +114,10 @@ final class ModuleSymbols {
     private func ranges(of die: inout Dwarf_Die) -> [(UInt64, UInt64)] {
         var result: [(UInt64, UInt64)] = []
         var base: Dwarf_Addr = 0, start: Dwarf_Addr = 0, end: Dwarf_Addr = 0
-        var offset = dwarf_ranges(&die, 0, &base, &start, &end)
+        var offset = ccr_dwarf_ranges(&die, 0, &base, &start, &end)
         while offset > 0 {
             if end > start { result.append((start, end)) }
-            offset = dwarf_ranges(&die, offset, &base, &start, &end)
+            offset = ccr_dwarf_ranges(&die, offset, &base, &start, &end)
         }
         return result
     }
@@ -147,7 +146,7 @@ final class ModuleSymbols {
 
     private func subprograms(of unit: Range) -> [Range] {
         var cu = unit.cu
-        let key = UInt64(dwarf_dieoffset(&cu))
+        let key = UInt64(ccr_dwarf_dieoffset(&cu))
         if let cached = subprogramsByUnit[key] { return cached }
         var found: [Range] = []
         collectSubprograms(under: &cu, cu: unit.cu, into: &found)
@@ -158,9 +157,9 @@ final class ModuleSymbols {
 
     private func collectSubprograms(under parent: inout Dwarf_Die, cu: Dwarf_Die, into found: inout [Range]) {
         var child = Dwarf_Die()
-        guard dwarf_child(&parent, &child) == 0 else { return }
+        guard ccr_dwarf_child(&parent, &child) == 0 else { return }
         while true {
-            switch Int(dwarf_tag(&child)) {
+            switch Int(ccr_dwarf_tag(&child)) {
             case DW_TAG_subprogram:
                 for (low, high) in ranges(of: &child) {
                     found.append(Range(low: low, high: high, die: child, cu: cu))
@@ -173,7 +172,7 @@ final class ModuleSymbols {
                 break
             }
             var sibling = Dwarf_Die()
-            guard dwarf_siblingof(&child, &sibling) == 0 else { return }
+            guard ccr_dwarf_siblingof(&child, &sibling) == 0 else { return }
             child = sibling
         }
     }
@@ -189,16 +188,16 @@ final class ModuleSymbols {
         var current = function.die
         descend: while true {
             var child = Dwarf_Die()
-            guard dwarf_child(&current, &child) == 0 else { break }
+            guard ccr_dwarf_child(&current, &child) == 0 else { break }
             while true {
-                let tag = Int(dwarf_tag(&child))
-                if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) && dwarf_haspc(&child, address) == 1 {
+                let tag = Int(ccr_dwarf_tag(&child))
+                if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) && ccr_dwarf_haspc(&child, address) == 1 {
                     if tag == DW_TAG_inlined_subroutine { chain.append(child) }
                     current = child
                     continue descend
                 }
                 var sibling = Dwarf_Die()
-                guard dwarf_siblingof(&child, &sibling) == 0 else { break descend }
+                guard ccr_dwarf_siblingof(&child, &sibling) == 0 else { break descend }
                 child = sibling
             }
         }
@@ -206,11 +205,11 @@ final class ModuleSymbols {
         // Innermost location from the line table; each outer frame's location is the call site
         // recorded on the frame inlined into it.
         var file: String?, line: Int?, column: Int?
-        if let entry = dwarf_getsrc_die(&cu, address) {
-            if let name = dwarf_linesrc(entry, nil, nil) { file = absolute(String(cString: name), cu: &cu) }
+        if let entry = ccr_dwarf_getsrc_die(&cu, address) {
+            if let name = ccr_dwarf_linesrc(entry, nil, nil) { file = absolute(String(cString: name), cu: &cu) }
             var number: Int32 = 0, col: Int32 = 0
-            if dwarf_lineno(entry, &number) == 0 { line = Int(number) }
-            if dwarf_linecol(entry, &col) == 0, col > 0 { column = Int(col) }
+            if ccr_dwarf_lineno(entry, &number) == 0 { line = Int(number) }
+            if ccr_dwarf_linecol(entry, &col) == 0, col > 0 { column = Int(col) }
         }
         var locations: [SymbolLocation] = []
         for index in stride(from: chain.count - 1, through: 0, by: -1) {
@@ -230,7 +229,7 @@ final class ModuleSymbols {
     private func absolute(_ file: String, cu: inout Dwarf_Die) -> String {
         guard !file.hasPrefix("/") else { return SourcePath.normalised(file) }
         var attribute = Dwarf_Attribute()
-        guard dwarf_attr(&cu, UInt32(DW_AT_comp_dir), &attribute) != nil, let directory = dwarf_formstring(&attribute) else {
+        guard ccr_dwarf_attr(&cu, UInt32(DW_AT_comp_dir), &attribute) != nil, let directory = ccr_dwarf_formstring(&attribute) else {
             return SourcePath.normalised(file)
         }
         return SourcePath.joined(directory: String(cString: directory), file: file)
@@ -239,7 +238,7 @@ final class ModuleSymbols {
     private func name(of die: inout Dwarf_Die) -> String? {
         var attribute = Dwarf_Attribute()
         for name in [DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name] {
-            if dwarf_attr_integrate(&die, UInt32(name), &attribute) != nil, let text = dwarf_formstring(&attribute) {
+            if ccr_dwarf_attr_integrate(&die, UInt32(name), &attribute) != nil, let text = ccr_dwarf_formstring(&attribute) {
                 return String(cString: text)
             }
         }
@@ -250,14 +249,14 @@ final class ModuleSymbols {
         func unsigned(_ name: Int) -> UInt64? {
             var attribute = Dwarf_Attribute()
             var value: Dwarf_Word = 0
-            guard dwarf_attr(&die, UInt32(name), &attribute) != nil, dwarf_formudata(&attribute, &value) == 0 else { return nil }
+            guard ccr_dwarf_attr(&die, UInt32(name), &attribute) != nil, ccr_dwarf_formudata(&attribute, &value) == 0 else { return nil }
             return value
         }
         var file: String?
         if let index = unsigned(DW_AT_call_file) {
             var files: OpaquePointer?
             var count = 0
-            if dwarf_getsrcfiles(&cu, &files, &count) == 0, Int(index) < count, let name = dwarf_filesrc(files, Int(index), nil, nil) {
+            if ccr_dwarf_getsrcfiles(&cu, &files, &count) == 0, Int(index) < count, let name = ccr_dwarf_filesrc(files, Int(index), nil, nil) {
                 file = absolute(String(cString: name), cu: &cu)
             }
         }
@@ -283,7 +282,7 @@ final class ModuleSymbols {
     }
 
     private func readSymbols() -> [(address: UInt64, size: UInt64, name: String)] {
-        let count = dwfl_module_getsymtab(module)
+        let count = ccr_dwfl_module_getsymtab(module)
         guard count > 0 else { return [] }
         var symbols: [(address: UInt64, size: UInt64, name: String)] = []
         symbols.reserveCapacity(Int(count))
@@ -291,7 +290,7 @@ final class ModuleSymbols {
             var symbol = GElf_Sym()
             var address: GElf_Addr = 0
             var section: GElf_Word = 0
-            guard let name = dwfl_module_getsym_info(module, index, &symbol, &address, &section, nil, nil) else { continue }
+            guard let name = ccr_dwfl_module_getsym_info(module, index, &symbol, &address, &section, nil, nil) else { continue }
             let type = symbol.st_info & 0xF
             guard type == UInt8(STT_FUNC) || type == UInt8(STT_GNU_IFUNC), symbol.st_shndx != UInt16(SHN_UNDEF), address != 0 else { continue }
             symbols.append((address, symbol.st_size, String(cString: name)))

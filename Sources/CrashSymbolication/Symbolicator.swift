@@ -1,6 +1,7 @@
 // Turns a CrashRecord (addresses and build-ids) into a CrashReport (functions, files, lines,
 // inlined frames). Frame 0 is looked up at its address, callers at their return address − 1.
 // A module whose file changed since the crash is never symbolicated from that file.
+import CLibdwLoader
 import CrashReportModel
 import Foundation
 
@@ -13,6 +14,12 @@ public final class Symbolicator: Symbolicating {
     public let locator: DebugFileLocator
     private var opened: [String: ModuleSymbols?] = [:]
     private var located: [String: Result<DebugFileLocator.Location, DebugFileLocator.Failure>] = [:]
+
+    /// Why nothing can be symbolicated in this process (libdw.so.1 could not be loaded), or nil.
+    /// Records are then reported raw: each frame's build-id and module offset.
+    public static var unavailableReason: String? {
+        ccr_libdw_load() == 1 ? nil : ccr_libdw_error().map { String(cString: $0) } ?? "libdw could not be loaded"
+    }
 
     public init(locator: DebugFileLocator = .init()) {
         self.locator = locator

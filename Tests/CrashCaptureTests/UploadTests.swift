@@ -129,6 +129,45 @@ struct UploadTests {
         #expect(app["bundle_id"] as? String == "com.example.crash-fixture" && app["build_number"] as? String == "42")
     }
 
+    @Test("without libdw on the host the crash is delivered raw: build-id and offset on every frame, symbolicated false")
+    func crashDeliveredRawWithoutLibdw() throws {
+        // libdw is opened at run time (Docs/Decisions/0024); CRASH_REPORTING_LIBDW names a file that
+        // is not there, as on a host without libdw1 installed.
+        let scenario = try UploadScenario("raw")
+        let crash = try scenario.run("null-pointer-write")
+        #expect(crash.terminatedBySignal == SIGSEGV)
+        let relaunch = try scenario.run("upload-pass", ["CRASH_REPORTING_LIBDW": "/nonexistent/libdw.so.1"])
+        #expect(try uploadStatus(relaunch)["delivered"] == "1", "\(relaunch.standardError)")
+        #expect(relaunch.standardError.contains("reports are sent unsymbolicated"), "\(relaunch.standardError)")
+        #expect(relaunch.standardError.contains("cannot load /nonexistent/libdw.so.1"), "\(relaunch.standardError)")
+        let state = try scenario.state()
+        try #require(state.stored.count == 1)
+        try scenario.expectAllValid()
+        let report = try #require((state.stored[0].payload?["crash_reports"] as? [[String: Any]])?.first)
+        #expect(report["symbolicated"] as? Bool == false)
+        let frames = try #require(((report["thread_info"] as? [[String: Any]])?.first?["frames"]) as? [[String: Any]])
+        #expect(frames.count >= 5)
+        #expect(frames.allSatisfy { ($0["file"] as? String) == nil && ($0["line"] as? Int) == nil }, "\(frames.prefix(3))")
+        let app = frames.filter { ($0["module"] as? String) == "CrashFixture" }
+        #expect(app.count >= 5, "\(frames.compactMap { $0["module"] as? String })")
+        #expect(app.allSatisfy { ($0["build_id"] as? String)?.count == 40 && ($0["module_offset"] as? String)?.hasPrefix("0x") == true },
+                "\(app.prefix(2))")
+    }
+
+    @Test("an app that links CrashReporting has no libdw or libelf in its link line", arguments: BuildConfiguration.allCases)
+    func noLibdwInTheLinkLine(_ configuration: BuildConfiguration) throws {
+        let ldd = Process()
+        ldd.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+        ldd.arguments = [configuration.fixtureURL.path]
+        let output = Pipe()
+        ldd.standardOutput = output
+        try ldd.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        ldd.waitUntilExit()
+        try #require(ldd.terminationStatus == 0 && text.contains("libc.so.6"), "\(text)")
+        #expect(!text.contains("libdw") && !text.contains("libelf"), "\(text)")
+    }
+
     /// A record waiting in pending/: one non-fatal error, written with uploads off.
     private func pendingError(_ scenario: UploadScenario) throws {
         let run = try scenario.run("record-errors", upload: false, ["CRASH_FIXTURE_COUNT": "1"])
@@ -293,7 +332,12 @@ struct UploadTests {
         let status = try uploadStatus(try scenario.run("upload-pass", bounds.merging(["CRASH_FIXTURE_WAIT_S": "280"]) { _, b in b }, timeout: .seconds(300)))
         #expect(status["delivered"] == "1000")
         let state = try scenario.state()
-        #expect(state.stored.count == 1000 && state.uniqueKeys.count == 1000 && state.duplicateRequests == 0)
+        #expect(state.stored.count == 1000 && state.uniqueKeys.count == 1000)
+        // A record is sent again only after an attempt whose answer was lost (a time-out on a busy
+        // machine: one run under two CPU hogs saw it), and the idempotency key keeps it stored once;
+        // with every attempt answered, nothing is sent twice.
+        #expect(state.duplicateRequests == 0 || status["failure"] != "none",
+                "\(state.duplicateRequests) duplicate request(s) with no failed attempt")
         let codes = Set(state.stored.compactMap { ((($0.payload?["crash_reports"] as? [[String: Any]])?.first?["error"]) as? [String: Any])?["code"] as? Int })
         #expect(codes == Set(0..<1000), "missing: \(Set(0..<1000).subtracting(codes).count)")
         try scenario.expectAllValid()
