@@ -40,6 +40,45 @@ extension CrashReporter {
         append(level: level, kind: 0, tag: tag, message: message, metadata: metadata)
     }
 
+    /// For logging integrations (the swift-log handler): a breadcrumb whose metadata is written into
+    /// the record's JSON as the pairs are iterated — no dictionary, no sorting, one buffer. Keys
+    /// should be distinct (a reader keeps the last of equal keys).
+    @inlinable   // specialised in the caller's module: unspecialised, the generic loop cost ~0.7 µs
+    public static func log<Pairs: Sequence>(_ message: String, level: LogLevel, tag: String, metadataPairs: Pairs)
+    where Pairs.Element == (key: String, value: String) {
+        var json: [UInt8] = []
+        json.reserveCapacity(128)
+        json.append(UInt8(ascii: "{"))
+        for (key, value) in metadataPairs {
+            if json.count > 1 { json.append(UInt8(ascii: ",")) }
+            appendQuoted(key, to: &json)
+            json.append(UInt8(ascii: ":"))
+            appendQuoted(value, to: &json)
+        }
+        json.append(UInt8(ascii: "}"))
+        appendBreadcrumb(level: level, tag: tag, message: message, metadataJSON: json)
+    }
+
+    @usableFromInline
+    static func appendBreadcrumb(level: LogLevel, tag: String, message: String, metadataJSON json: [UInt8]) {
+        var message = message
+        if message.utf8.count > maximumMessageCharacters, message.count > maximumMessageCharacters {
+            message = String(message.prefix(maximumMessageCharacters))
+        }
+        var tag = tag
+        let hasMetadata = json.count > 2
+        message.withUTF8 { text in
+            tag.withUTF8 { tagBytes in
+                json.withUnsafeBufferPointer { meta in
+                    meta.withMemoryRebound(to: CChar.self) { meta in
+                        ccr_breadcrumb_append(level.rawValue, 0, tagBytes.baseAddress, tagBytes.count,
+                                              text.baseAddress, text.count, hasMetadata ? meta.baseAddress : nil, hasMetadata ? meta.count : 0)
+                    }
+                }
+            }
+        }
+    }
+
     /// Records that a screen (for a server: a route, a job, a command) became current.
     public static func logScreenView(_ screenName: String) {
         append(level: .info, kind: 1, tag: "screen", message: screenName, metadata: nil)
@@ -217,7 +256,8 @@ extension CrashReporter {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private static func appendQuoted(_ text: String, to out: inout [UInt8]) {
+    @usableFromInline
+    static func appendQuoted(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {

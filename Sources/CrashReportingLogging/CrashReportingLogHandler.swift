@@ -47,6 +47,20 @@ public struct CrashReportingLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        // The common case — metadata only on the call, no provider, handler metadata, error or
+        // redactor — writes the call's metadata straight into the breadcrumb: no dictionary is
+        // built (tools/bench-log-handler).
+        if event.level >= breadcrumbLevel, forward == nil, metadata.isEmpty, metadataProvider == nil,
+           event.error == nil, redactor == nil {
+            let message = event.message.description
+            if let explicit = event.metadata, !explicit.isEmpty {
+                CrashReporter.log(message, level: Self.level(event.level), tag: label,
+                                  metadataPairs: explicit.lazy.map { (key: $0.key, value: Self.text($0.value)) })
+            } else {
+                CrashReporter.log(message, level: Self.level(event.level), tag: label, metadata: nil)
+            }
+            return
+        }
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }
@@ -65,6 +79,11 @@ public struct CrashReportingLogHandler: LogHandler {
             forwarded.metadata = merged
             forward.log(event: forwarded)
         }
+    }
+
+    static func text(_ value: Logger.Metadata.Value) -> String {
+        if case .string(let text) = value { return text }
+        return value.description
     }
 
     static func level(_ level: Logger.Level) -> CrashReporter.LogLevel {

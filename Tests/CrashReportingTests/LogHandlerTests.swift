@@ -76,6 +76,24 @@ struct LogHandlerTests {
         #expect(crumbs.filter { $0.tag == "orders" }.count >= 480)
     }
 
+    @Test("the direct path (metadata only on the call): every value kept, escaped, levels mapped")
+    func directPath() throws {
+        try SharedReporter.start()
+        let logger = Logger(label: "direct-path") { label in CrashReportingLogHandler(label: label) }
+        logger.error("quote \" and newline \n", metadata: [
+            "text": "a \"quoted\" \\ value\nwith é and \u{1}", "count": .stringConvertible(42),
+            "list": ["a", "b"], "nested": ["k": "v"],
+        ])
+        logger.notice("no metadata")
+        logger.debug("below the breadcrumb level")
+        let crumbs = try #require(CrashReporter.contextSnapshot()?.breadcrumbs.filter { $0.tag == "direct-path" })
+        try #require(crumbs.count == 2, "\(crumbs)")
+        #expect(crumbs[0].level == "error" && crumbs[0].message == "quote \" and newline \n")
+        #expect(crumbs[0].metadata == ["text": "a \"quoted\" \\ value\nwith é and \u{1}", "count": "42",
+                                       "list": #"["a", "b"]"#, "nested": #"["k": "v"]"#], "\(String(describing: crumbs[0].metadata))")
+        #expect(crumbs[1].level == "info" && crumbs[1].message == "no metadata" && (crumbs[1].metadata ?? [:]).isEmpty)
+    }
+
     @Test("a handler given a redactor still redacts on the caller's thread")
     func explicitRedactor() throws {
         try SharedReporter.start()
