@@ -62,7 +62,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var name: String
         public var code: Int32
         public var codeName: String
-        public var faultAddress: Address
+        /// The faulting address, for a signal the CPU raised (si_code > 0); nil for one a process
+        /// sent (kill, tgkill, raise, abort), whose si_addr is not an address.
+        public var faultAddress: Address?
         /// Set when another process sent the signal (si_code ≤ 0).
         public var senderPID: Int32?
         /// The handler saw the fault just below the stack pointer: the thread ran out of stack.
@@ -549,7 +551,7 @@ extension CrashRecord {
                 name: try Self.field(line, "name"),
                 code: try Self.int32(line, "code"),
                 codeName: line["code_name"] as? String ?? "",
-                faultAddress: try Self.address(line, "fault_address"),
+                faultAddress: line["fault_address"] == nil ? nil : try Self.address(line, "fault_address"),
                 senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) },
                 stackOverflow: line["stack_overflow"] as? Bool)
         case "thread":

@@ -20,7 +20,7 @@ extension CrashReport {
         if let signal {
             var line = "Signal:    \(signal.name) (\(signal.number))"
             if !signal.codeName.isEmpty { line += " \(signal.codeName)" }
-            if ["SIGSEGV", "SIGBUS"].contains(signal.name) { line += " at \(signal.faultAddress)" }
+            if ["SIGSEGV", "SIGBUS"].contains(signal.name), let address = signal.faultAddress { line += " at \(address)" }
             if let sender = signal.senderPID { line += ", sent by pid \(sender)" }
             out.append(line)
         }

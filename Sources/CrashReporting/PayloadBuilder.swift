@@ -133,7 +133,7 @@ struct PayloadBuilder {
             images: payloadImages,
             signal: record.signal.map {
                 .init(number: Int($0.number), name: $0.name, code: Int($0.code), code_name: $0.codeName,
-                      fault_address: $0.faultAddress.description)
+                      fault_address: ($0.faultAddress ?? Address(0)).description)   // required by the wire schema
             },
             error: record.nonFatalError.map {
                 .init(domain: $0.domain, code: $0.code, message: $0.message,

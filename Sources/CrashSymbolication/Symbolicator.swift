@@ -146,10 +146,10 @@ public final class Symbolicator: Symbolicating {
         }
         guard let signal = record.signal else { return "unknown (the record has no signal line)" }
         if signal.stackOverflow == true {
-            return "Stack overflow: \(signal.name) at \(signal.faultAddress), beside the stack pointer"
+            return "Stack overflow: \(signal.name) at \(signal.faultAddress ?? Address(0)), beside the stack pointer"
         }
         var text = "\(signal.name): \(signal.meaning)"
-        if ["SIGSEGV", "SIGBUS"].contains(signal.name) { text += " at \(signal.faultAddress)" }
+        if ["SIGSEGV", "SIGBUS"].contains(signal.name), let address = signal.faultAddress { text += " at \(address)" }
         if !signal.codeName.isEmpty { text += " (\(signal.codeName))" }
         return text
     }

@@ -30,7 +30,7 @@ struct Show: ParsableCommand {
         out.append("App:       \(r.appID) \(r.appVersion)  pid \(r.processID)  \(r.architecture)")
         out.append("Time:      \(Timestamp.iso8601(r.timestamp))")
         if let s = r.signal {
-            out.append("Signal:    \(s.name) (\(s.number)) code \(s.code) \(s.codeName)  fault address \(s.faultAddress)")
+            out.append("Signal:    \(s.name) (\(s.number)) code \(s.code) \(s.codeName)\(s.faultAddress.map { "  fault address \($0)" } ?? "")\(s.senderPID.map { "  sent by pid \($0)" } ?? "")")
         }
         if let t = r.thread { out.append("Thread:    \(t.id) \"\(t.name)\"\(t.isMain ? " (main)" : "")") }
         if let m = r.fatalMessage { out.append("Message:   \(m.trimmingCharacters(in: .whitespacesAndNewlines))") }

@@ -94,6 +94,12 @@ func checkCompleteRecord(_ record: CrashRecord, run: FixtureRun, signal: Int32) 
     #expect(record.hasEnd, "record has no end line")
     #expect(record.problems.isEmpty, "unreadable lines: \(record.problems)")
     #expect(record.signal?.number == signal)
+    // A fault address only for a signal the CPU raised; a sent one (abort's tgkill) names its sender.
+    if let raised = record.signal, raised.code > 0 {
+        #expect(raised.faultAddress != nil && raised.senderPID == nil)
+    } else {
+        #expect(record.signal?.faultAddress == nil && record.signal?.senderPID == record.processID, "\(String(describing: record.signal))")
+    }
     #expect(record.appID == "com.example.crash-fixture")
     #expect(run.newFiles.isEmpty, "new/ still holds \(run.newFiles.map(\.lastPathComponent))")
     let frame0 = try #require(record.frames.first)

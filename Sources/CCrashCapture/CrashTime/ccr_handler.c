@@ -254,9 +254,11 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
     ccr_writer_int(w, info ? info->si_code : 0);
     ccr_writer_key(w, "code_name", 0);
     ccr_writer_json_string(w, info ? code_name(signo, info->si_code) : "", 16);
-    ccr_writer_key(w, "fault_address", 0);
-    ccr_writer_hex(w, info ? (uint64_t)(uintptr_t)info->si_addr : 0);
-    if (info && info->si_code <= 0) {   // sent by a process, not raised by the CPU
+    if (info && info->si_code > 0) {   // raised by the CPU: si_addr is the faulting address
+        ccr_writer_key(w, "fault_address", 0);
+        ccr_writer_hex(w, (uint64_t)(uintptr_t)info->si_addr);
+    }
+    if (info && info->si_code <= 0) {   // sent by a process: si_addr overlaps the sender's pid and uid
         ccr_writer_key(w, "sender_pid", 0);
         ccr_writer_int(w, info->si_pid);
     }
