@@ -64,21 +64,29 @@ static void read_build_id(uintptr_t address, size_t size, size_t alignment, ccr_
     if (size > sizeof note_buffer) size = sizeof note_buffer;
     long n = read_memory(address, note_buffer, size);
     if (n <= 0) return;
-    const uint8_t *p = note_buffer, *end = note_buffer + n;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
+    ccr_notes_find_build_id(note_buffer, (size_t)n, alignment, m);
+}
+
+void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment, ccr_module *m) {
+    size_t offset = 0;
+    while (size - offset >= sizeof(ElfW(Nhdr)) && offset <= size) {
         ElfW(Nhdr) header;
-        memcpy(&header, p, sizeof header);
-        const uint8_t *name = p + sizeof header;
-        const uint8_t *desc = name + align_up(header.n_namesz, alignment);
-        const uint8_t *next = desc + align_up(header.n_descsz, alignment);
-        if (desc > end || next > end || next <= p) return;
-        if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        memcpy(&header, notes + offset, sizeof header);
+        // Sizes come from memory we do not trust: every step is checked before it is added.
+        size_t name_at = offset + sizeof header;
+        if (header.n_namesz > size - name_at) return;
+        size_t desc_at = align_up(name_at + header.n_namesz, alignment);
+        if (desc_at > size || header.n_descsz > size - desc_at) return;
+        size_t next = align_up(desc_at + header.n_descsz, alignment);
+        if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 && memcmp(notes + name_at, "GNU", 4) == 0) {
             size_t length = header.n_descsz < CCR_BUILD_ID_MAX ? header.n_descsz : CCR_BUILD_ID_MAX;
-            memcpy(m->build_id, desc, length);
+            memcpy(m->build_id, notes + desc_at, length);
             m->build_id_length = (uint8_t)length;
             return;
         }
-        p = next;
+        if (next <= offset) return;
+        offset = next;
+        if (offset > size) return;
     }
 }
 

@@ -28,6 +28,12 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state);
 /// fails, then a `modules` line naming the source. Async-signal-safe.
 void ccr_record_write_modules_at_crash(ccr_writer *w);
 
+/// Copies the GNU build-id from `size` bytes of a PT_NOTE segment whose p_align is `alignment`
+/// (4 or 8) into `m`. Each note's name and descriptor start at offsets from the segment's start
+/// rounded up to `alignment` (12-byte header, so for 8-aligned notes the name's padding depends on
+/// where it starts, not only on its size). Bounds-checked against `size`; async-signal-safe.
+void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment, ccr_module *m);
+
 /// The module table that ccr_record_write_modules_at_crash wrote (the install-time table before
 /// it ran); its count. Async-signal-safe.
 int ccr_modules_written(const ccr_module **table);

@@ -12,28 +12,10 @@
 
 #include <sys/auxv.h>
 
-static size_t align_up(size_t value, size_t alignment) {
-    return (value + alignment - 1) & ~(alignment - 1);
-}
 
 static void read_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) *note, ccr_module *m) {
-    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + note->p_vaddr);
-    const uint8_t *end = p + note->p_memsz;
-    size_t alignment = note->p_align == 8 ? 8 : 4;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-        const ElfW(Nhdr) *header = (const ElfW(Nhdr) *)p;
-        const uint8_t *name = p + sizeof *header;
-        const uint8_t *desc = name + align_up(header->n_namesz, alignment);
-        const uint8_t *next = desc + align_up(header->n_descsz, alignment);
-        if (next > end || desc > end) return;
-        if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-            size_t length = header->n_descsz < CCR_BUILD_ID_MAX ? header->n_descsz : CCR_BUILD_ID_MAX;
-            memcpy(m->build_id, desc, length);
-            m->build_id_length = (uint8_t)length;
-            return;
-        }
-        p = next;
-    }
+    ccr_notes_find_build_id((const uint8_t *)(info->dlpi_addr + note->p_vaddr), note->p_memsz,
+                            note->p_align == 8 ? 8 : 4, m);
 }
 
 static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
@@ -80,4 +62,13 @@ void ccr_modules_record(void) {
     ccr_modules_live.executable_phnum = (int)getauxval(AT_PHNUM);
     ssize_t n = readlink("/proc/self/exe", ccr_modules_live.executable_path, sizeof ccr_modules_live.executable_path - 1);
     ccr_modules_live.executable_path[n > 0 ? n : 0] = '\0';
+}
+
+size_t ccr_build_id_from_notes(const uint8_t *notes, size_t size, size_t alignment, uint8_t *build_id, size_t capacity) {
+    static ccr_module scratch;   // large (paths): not on the caller's stack; tests call this one at a time
+    memset(&scratch, 0, sizeof scratch);
+    ccr_notes_find_build_id(notes, size, alignment, &scratch);
+    size_t length = scratch.build_id_length < capacity ? scratch.build_id_length : capacity;
+    memcpy(build_id, scratch.build_id, length);
+    return scratch.build_id_length;
 }

@@ -81,6 +81,11 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
 void ccr_session_sync(void);
 /// Marks the session ended cleanly and removes its file. Not async-signal-safe: unlink.
 void ccr_session_end(void);
+/// The GNU build-id in `size` bytes of notes aligned to `alignment` (a PT_NOTE segment), as the
+/// module table reads it at install and at crash time: its length (0 when there is none), at most
+/// `capacity` bytes copied. For tests, which feed it crafted segments.
+size_t ccr_build_id_from_notes(const uint8_t *_Nonnull notes, size_t size, size_t alignment,
+                               uint8_t *_Nonnull build_id, size_t capacity);
 /// 1 with the sidecar lock held when the session is running in this process (create or rename a
 /// sidecar, then call ccr_session_sidecar_end); 0, lock not held, once it has ended.
 int ccr_session_sidecar_begin(void);
