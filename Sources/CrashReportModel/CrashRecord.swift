@@ -148,8 +148,12 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var unwinder: String
         public var depth: Int
         public var isTruncated: Bool
-        /// The walk stopped counting at its bound; the real stack is deeper still.
+        /// The walk stopped counting at its bound, or after an unwinder error; the real stack is
+        /// deeper still.
         public var depthIsLowerBound: Bool
+        /// libunwind's error code when a step failed (the frames after it come from the saved
+        /// frame pointers: unwinder "libunwind+frame-pointer"); nil when the walk ended normally.
+        public var unwindError: Int? = nil
     }
 
     public struct Module: Sendable, Equatable, Codable {
@@ -584,7 +588,8 @@ extension CrashRecord {
                 unwinder: try Self.field(line, "unwinder"),
                 depth: try Self.field(line, "depth"),
                 isTruncated: try Self.field(line, "truncated"),
-                depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false)
+                depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false,
+                unwindError: line["unwind_error"] as? Int)
             if otherThreads.isEmpty { stack = parsed } else { otherThreads[otherThreads.count - 1].stack = parsed }
         case "threads":
             threadsSummary = ThreadsSummary(

@@ -46,6 +46,7 @@ extension CrashReport {
         if thread.isMain { header += " (main)" }
         if let stack {
             header += ": \(stack.isTruncated ? "innermost \(thread.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
+                + (stack.unwindError.map { " (libunwind error \($0); the frames after it from frame pointers, the stack may be deeper)" } ?? "")
         }
         out.append(header)
         let allFrames = thread.frames + otherThreads.flatMap(\.frames)

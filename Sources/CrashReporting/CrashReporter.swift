@@ -300,6 +300,7 @@ public enum CrashReporter {
         case "modules-walk-fails": return 3
         case "threads-stall-after-frame-pointers": return 4
         case "threads-never-answer": return 5
+        case "unwind-step-fails": return 6
         default: return 0
         }
     }

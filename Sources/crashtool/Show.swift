@@ -40,7 +40,7 @@ struct Show: ParsableCommand {
         if let d = r.durableNanoseconds { out.append("Durable:   \(d / 1000) us after the signal") }
         for problem in r.problems { out.append("Problem:   \(problem)") }
         if let stack = r.stack {
-            out.append("Stack:     \(r.frames.count) frames kept of \(stack.depth)\(stack.depthIsLowerBound ? "+" : "")\(stack.isTruncated ? " (truncated)" : ""), \(stack.unwinder)")
+            out.append("Stack:     \(r.frames.count) frames kept of \(stack.depth)\(stack.depthIsLowerBound ? "+" : "")\(stack.isTruncated ? " (truncated)" : ""), \(stack.unwinder)\(stack.unwindError.map { " (libunwind error \($0); frames after it from frame pointers)" } ?? "")")
         }
         for frame in r.frames {
             let module = r.module(containing: frame.lookupAddress)

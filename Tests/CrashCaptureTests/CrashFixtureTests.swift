@@ -271,6 +271,23 @@ struct HandlerFailureTests {
         }
     }
 
+    @Test("an unwinder error is recorded as one, and the walk goes on by frame pointers (debug keeps them)")
+    func unwinderError() throws {
+        let run = try FixtureRun.run("null-pointer-write", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "unwind-step-fails"])
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let record = try run.onlyRecord()
+        #expect(record.hasEnd && record.problems.isEmpty)
+        let stack = try #require(record.stack)
+        #expect(stack.unwindError == -7 && stack.unwinder == "libunwind+frame-pointer" && stack.depthIsLowerBound, "\(stack)")
+        // Three frames from libunwind, the rest from the third frame's saved frame pointer.
+        #expect(record.frames.count > 3 && stack.depth == record.frames.count)
+        let frames = try LLVMSymbolizer.symbolize(record)
+        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: frames)
+        // Said where a person reads it.
+        let (status, shown, _) = try crashtool(["show", run.pendingRecords[0].path])
+        #expect(status == 0 && shown.contains("libunwind error -7"), "\(shown)")
+    }
+
     @Test("a crash while another thread holds the loader lock does not hang", arguments: BuildConfiguration.allCases)
     func loaderLockHeld(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("loader-lock-held", configuration)

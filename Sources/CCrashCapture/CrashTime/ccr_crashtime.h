@@ -20,7 +20,9 @@ void *ccr_watchdog_main(void *unused);
 /// `max` addresses and counts the rest (at most CCR_MAX_COUNTED_FRAMES). Returns the number kept,
 /// or -1 if libunwind could not start. Async-signal-safe: libunwind's local unwinder does not
 /// allocate after its first use (install prewarms it), but it may take the loader lock.
-int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound);
+/// `step_error` (may be NULL) gets unw_step's error when it failed (< 0), else 0: the frames after
+/// it then come from the saved frame pointers of the last good frame, and the depth is a lower bound.
+int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error);
 
 /// Walks saved frame pointers from (pc, fp), reading memory through process_vm_readv so a bad
 /// pointer ends the walk instead of faulting. Async-signal-safe.
@@ -28,7 +30,8 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
 
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
-void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound);
+/// `step_error`: libunwind's error when a step failed (written as `unwind_error`), else 0.
+void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error);
 /// The install-time module table (dl_iterate_phdr at start).
 void ccr_record_write_modules(ccr_writer *w);
 /// One line per request in flight (Shared/ccr_requests.h), then a summary line when there were

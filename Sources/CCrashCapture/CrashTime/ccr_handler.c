@@ -405,8 +405,8 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
 
     atomic_store(&ccr_global.stage, STAGE_UNWIND);
     uintptr_t frames[CCR_MAX_FRAMES];
-    int depth = 0, lower_bound = 0;
-    int kept = uc ? ccr_unwind_libunwind(uc, frames, CCR_MAX_FRAMES, &depth, &lower_bound) : -1;
+    int depth = 0, lower_bound = 0, step_error = 0;
+    int kept = uc ? ccr_unwind_libunwind(uc, frames, CCR_MAX_FRAMES, &depth, &lower_bound, &step_error) : -1;
     c->unwind_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
 
     int claim = CCR_FINISHER_NONE;
@@ -418,10 +418,10 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     if (kept < 0) {
         kept = ccr_unwind_frame_pointers(c->pc, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
-        ccr_record_write_stack(w, "frame-pointer", kept, depth, 0);
+        ccr_record_write_stack(w, "frame-pointer", kept, depth, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
-        ccr_record_write_stack(w, "libunwind", kept, depth, lower_bound);
+        ccr_record_write_stack(w, step_error ? "libunwind+frame-pointer" : "libunwind", kept, depth, lower_bound, step_error);
     }
     ccr_threads_write(w, tid, started);   // every other thread, after the crashing one
 

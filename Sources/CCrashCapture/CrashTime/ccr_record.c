@@ -27,7 +27,7 @@ void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count) 
     }
 }
 
-void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound) {
+void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error) {
     ccr_writer_text(w, "{\"type\":\"stack\"");
     ccr_writer_key(w, "unwinder", 0);
     ccr_writer_json_string(w, unwinder, 64);
@@ -39,6 +39,10 @@ void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int d
     ccr_writer_text(w, depth > kept ? "true" : "false");
     ccr_writer_key(w, "depth_is_lower_bound", 0);
     ccr_writer_text(w, lower_bound ? "true" : "false");
+    if (step_error != 0) {
+        ccr_writer_key(w, "unwind_error", 0);
+        ccr_writer_int(w, step_error);
+    }
     ccr_writer_text(w, "}\n");
 }
 

@@ -97,7 +97,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     if (ccr_global.test_misbehaviour == 4) expected = -1;   // test: libunwind never finishes
     if (atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_LU)) {
         int depth = 0, lower_bound = 0;
-        int kept = ccr_unwind_libunwind(ucontext, slot->lu_frames, ccr_threads.frames, &depth, &lower_bound);
+        int kept = ccr_unwind_libunwind(ucontext, slot->lu_frames, ccr_threads.frames, &depth, &lower_bound, NULL);
         slot->lu_count = kept;
         slot->lu_depth = depth;
         slot->lu_lower_bound = lower_bound;
@@ -256,10 +256,10 @@ static int write_thread(ccr_writer *w, const listed_thread *t) {
     if (slot == NULL) return 0;
     if (slot_state == CCR_SLOT_LU_DONE) {
         ccr_record_write_frames(w, slot->lu_frames, slot->lu_count);
-        ccr_record_write_stack(w, "libunwind", slot->lu_count, slot->lu_depth, slot->lu_lower_bound);
+        ccr_record_write_stack(w, "libunwind", slot->lu_count, slot->lu_depth, slot->lu_lower_bound, 0);
     } else if (slot_state == CCR_SLOT_FP_DONE || slot_state == CCR_SLOT_WRITING_LU || slot_state == CCR_SLOT_LU_FAILED) {
         ccr_record_write_frames(w, slot->fp_frames, slot->fp_count);
-        ccr_record_write_stack(w, "frame-pointer", slot->fp_count, slot->fp_depth, 0);
+        ccr_record_write_stack(w, "frame-pointer", slot->fp_count, slot->fp_depth, 0, 0);
     } else {
         return 0;
     }

@@ -13,11 +13,12 @@
 /// Reads one word of this process's memory without risking a fault. Async-signal-safe.
 static int read_word(uintptr_t address, uintptr_t *out);
 
-int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound) {
+int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error) {
     const ccr_libunwind *u = &ccr_global.unwind;
     unw_cursor_t cursor;
     *depth = 0;
     *depth_is_lower_bound = 0;
+    if (step_error) *step_error = 0;
     if (u->init_local2 == NULL) return -1;
     int kept = 0;
     int counted = 0;
@@ -57,7 +58,32 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
             *depth_is_lower_bound = 1;
             break;
         }
-        if (u->step(&cursor) <= 0) break;
+        // test: libunwind fails (-UNW_EBADFRAME, 7) at the third frame of the crashing thread,
+        // the cursor left where it was, as a failed step leaves it
+        int stepped = ccr_global.test_misbehaviour == 6 && step_error != NULL && counted == 3 ? -7 : u->step(&cursor);
+        if (stepped == 0) break;   // the outermost frame
+        if (stepped < 0) {
+            // An error is not the end of the stack: say so, and go on from this frame's saved frame
+            // pointer (what the frame-pointer walk would do), the depth then a lower bound.
+            if (step_error) *step_error = stepped;
+            *depth_is_lower_bound = 1;
+            uintptr_t fp = 0;
+#if defined(__x86_64__)
+            int fp_register = UNW_X86_64_RBP;
+#elif defined(__aarch64__)
+            int fp_register = UNW_AARCH64_X29;
+#endif
+            if (u->get_reg(&cursor, fp_register, &fp) == 0) {
+                uintptr_t rest[CCR_MAX_FRAMES];
+                int more = 0;
+                ccr_unwind_frame_pointers(0, fp, rest, CCR_MAX_FRAMES, &more);
+                for (int i = 0; i < more && counted < CCR_MAX_COUNTED_FRAMES; i++) {
+                    if (kept < max) frames[kept++] = rest[i];
+                    counted++;
+                }
+            }
+            break;
+        }
     }
     *depth = counted;
     return kept;

@@ -46,7 +46,7 @@ static void finish_for_stalled_handler(void) {
     int depth = 0;
     int kept = ccr_unwind_frame_pointers(c->pc, c->fp, frames, CCR_MAX_FRAMES, &depth);
     ccr_record_write_frames(&w, frames, kept);
-    ccr_record_write_stack(&w, "frame-pointer", kept, depth, 0);
+    ccr_record_write_stack(&w, "frame-pointer", kept, depth, 0, 0);
     ccr_record_finish(&w, c->started_ns);
 }
 
