@@ -291,6 +291,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var fatalMessage: String?
     /// The crashing thread's frames and stack.
     public var frames: [Frame]
+    /// The crashing thread's outermost frames (at most 10, true indices) when its stack was deeper
+    /// than the frames kept: where a deep recursion was entered and who called it.
+    public var outerFrames: [Frame] = []
     public var stack: Stack?
     /// Every other thread, in the order the record lists them (version 2).
     public var otherThreads: [OtherThread] = []
@@ -583,6 +586,9 @@ extension CrashRecord {
             guard let kind else { throw FieldError(description: "unknown frame kind") }
             let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: kind)
             if otherThreads.isEmpty { frames.append(frame) } else { otherThreads[otherThreads.count - 1].frames.append(frame) }
+        case "outer_frame":
+            let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: .returnAddress)
+            if otherThreads.isEmpty { outerFrames.append(frame) }
         case "stack":
             let parsed = Stack(
                 unwinder: try Self.field(line, "unwinder"),

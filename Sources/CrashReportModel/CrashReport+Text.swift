@@ -44,14 +44,22 @@ extension CrashReport {
         var header = "Crashed thread \(thread.id)"
         if !thread.name.isEmpty { header += " \"\(thread.name)\"" }
         if thread.isMain { header += " (main)" }
+        // Outermost frames, when kept, follow the innermost after a gap in the indices.
+        let gap = thread.frames.indices.dropFirst().first { thread.frames[$0].index > thread.frames[$0 - 1].index + 1 }
+        let innermost = gap.map { Array(thread.frames[..<$0]) } ?? thread.frames
         if let stack {
-            header += ": \(stack.isTruncated ? "innermost \(thread.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
+            header += ": \(stack.isTruncated ? "innermost \(innermost.last.map { $0.index + 1 } ?? 0)\(gap == nil ? "" : " and outermost \(thread.frames.count - gap!)") of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
                 + (stack.unwindError.map { " (libunwind error \($0); the frames after it from frame pointers, the stack may be deeper)" } ?? "")
         }
         out.append(header)
         let allFrames = thread.frames + otherThreads.flatMap(\.frames)
         let moduleWidth = min(28, allFrames.map { fileName(of: $0.module ?? "?").count }.max() ?? 0)
-        out += thread.frames.map { frameLine($0, moduleWidth: moduleWidth) }
+        out += innermost.map { frameLine($0, moduleWidth: moduleWidth) }
+        if let gap {
+            let skipped = thread.frames[gap].index - thread.frames[gap - 1].index - 1
+            out.append("    … \(skipped) frames not kept …")
+            out += thread.frames[gap...].map { frameLine($0, moduleWidth: moduleWidth) }
+        }
         // The other threads, in the record's order, after the one that crashed.
         for other in otherThreads {
             out.append("")

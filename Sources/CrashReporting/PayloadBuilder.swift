@@ -67,7 +67,15 @@ struct PayloadBuilder {
         let kind = Self.kind(of: record)
         let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
         func payloadFrames(_ frames: [CrashReport.Frame]) -> [DiagnosticsPayload.Frame] {
-            frames.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
+            // Seed 000 allows 50 frames: a stack with outermost frames (a gap in the indices) keeps
+            // the innermost 40 and the outermost 10, so the recursion's entry is in the report.
+            var kept = Array(frames)
+            if kept.count > DiagnosticsPayload.Limits.stackFrames,
+               let gap = kept.indices.dropFirst().first(where: { kept[$0].index > kept[$0 - 1].index + 1 }) {
+                let outer = kept[gap...].suffix(10)
+                kept = Array(kept[..<gap].prefix(DiagnosticsPayload.Limits.stackFrames - outer.count)) + outer
+            }
+            return kept.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
                 DiagnosticsPayload.Frame(
                     index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
                     module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },

@@ -31,7 +31,8 @@ public final class Symbolicator: Symbolicating {
 
     public func symbolicate(_ record: CrashRecord) -> CrashReport {
         var usedModules: Set<String> = []
-        let frames = symbolicate(record.frames, in: record, usedModules: &usedModules)
+        // The outermost frames follow the innermost, with their true indices (a gap between).
+        let frames = symbolicate(record.frames + record.outerFrames, in: record, usedModules: &usedModules)
         let others = record.otherThreads.map { other in
             CrashReport.Thread(id: other.thread.id, name: other.thread.name, isMain: other.thread.isMain,
                                frames: symbolicate(other.frames, in: record, usedModules: &usedModules),

@@ -198,6 +198,17 @@ struct CrashFixtureTests {
         let frames = try LLVMSymbolizer.symbolize(record)
         let recursive = frames.filter { $0.mentions("recurseWithoutEnd") }.count
         #expect(recursive >= 40, "frames:\n\(describe(frames))")
+        // The outermost 10, with their true indices: where the recursion was entered, and from where.
+        #expect(record.outerFrames.count == 10)
+        #expect(record.outerFrames.first.map { $0.index > 50 } == true)
+        if !stack.depthIsLowerBound { #expect(record.outerFrames.last?.index == stack.depth - 1) }
+        var outer = record
+        outer.frames = record.outerFrames
+        let outermost = try LLVMSymbolizer.symbolize(outer)
+        // They reach past the recursion to the code that started it (crash(_:) → level5…level1;
+        // on a Thread the last 10 are level4… and the thread's start).
+        #expect(outermost.contains { $0.mentions("level4") } && outermost.contains { $0.mentions("level1") },
+                "outermost frames:\n\(describe(outermost))")
     }
 
     @Test("a 50-frame cut keeps the innermost frames and the true depth", arguments: BuildConfiguration.allCases)

@@ -154,6 +154,25 @@ struct UploadTests {
                 "\(app.prefix(2))")
     }
 
+    @Test("a stack overflow is delivered as 'Stack overflow' with the innermost 40 and the outermost 10 frames")
+    func stackOverflowDelivered() throws {
+        let scenario = try UploadScenario("overflow")
+        let crash = try scenario.run("main-thread-stack-overflow")
+        #expect(crash.terminatedBySignal == SIGSEGV)
+        #expect(try uploadStatus(try scenario.run("upload-pass"))["delivered"] == "1")
+        let state = try scenario.state()
+        try #require(state.stored.count == 1)
+        try scenario.expectAllValid()
+        let report = try #require((state.stored[0].payload?["crash_reports"] as? [[String: Any]])?.first)
+        #expect((report["exception_message"] as? String)?.hasPrefix("Stack overflow") == true, "\(report["exception_message"] ?? "")")
+        let frames = try #require(((report["thread_info"] as? [[String: Any]])?.first?["frames"]) as? [[String: Any]])
+        let indices = frames.compactMap { $0["index"] as? Int }
+        #expect(frames.count == 50 && indices.prefix(40) == ArraySlice(0..<40), "\(indices)")
+        #expect(indices.suffix(10).allSatisfy { $0 > 1000 }, "\(indices)")
+        let functions = frames.suffix(10).compactMap { $0["function"] as? String }
+        #expect(functions.contains { $0.contains("level1") } && functions.contains { $0.contains("crash(") }, "\(functions)")
+    }
+
     @Test("an app that links CrashReporting has no libdw or libelf in its link line", arguments: BuildConfiguration.allCases)
     func noLibdwInTheLinkLine(_ configuration: BuildConfiguration) throws {
         let ldd = Process()

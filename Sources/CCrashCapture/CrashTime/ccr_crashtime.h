@@ -24,6 +24,16 @@ void *ccr_watchdog_main(void *unused);
 /// it then come from the saved frame pointers of the last good frame, and the depth is a lower bound.
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error);
 
+/// The outermost frames of the crashing thread's last libunwind walk, when it was deeper than the
+/// frames kept: up to CCR_OUTER_FRAMES addresses, outermost last, and the true index of the
+/// first. Filled only by the walk that passes a `step_error` (the crashing thread's).
+#define CCR_OUTER_FRAMES 10
+int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index);
+
+/// `outer_frame` lines: the outermost frames (entry of a deep recursion and its callers), with
+/// their true indices.
+void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index);
+
 /// Walks saved frame pointers from (pc, fp), reading memory through process_vm_readv so a bad
 /// pointer ends the walk instead of faulting. Async-signal-safe.
 int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int max, int *depth);

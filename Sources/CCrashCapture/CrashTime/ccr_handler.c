@@ -421,6 +421,10 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         ccr_record_write_stack(w, "frame-pointer", kept, depth, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
+        const uintptr_t *outer = NULL;
+        int outer_first = 0;
+        int outer_count = ccr_unwind_outer_frames(&outer, &outer_first);
+        ccr_record_write_outer_frames(w, outer, outer_count, outer_first);
         ccr_record_write_stack(w, step_error ? "libunwind+frame-pointer" : "libunwind", kept, depth, lower_bound, step_error);
     }
     ccr_threads_write(w, tid, started);   // every other thread, after the crashing one

@@ -13,12 +13,36 @@
 /// Reads one word of this process's memory without risking a fault. Async-signal-safe.
 static int read_word(uintptr_t address, uintptr_t *out);
 
+// The crashing thread's outermost frames beyond `max`: a ring of the last CCR_OUTER_FRAMES seen.
+static uintptr_t outer_ring[CCR_OUTER_FRAMES];
+static uintptr_t outer_ordered[CCR_OUTER_FRAMES];
+static int outer_seen;        // frames pushed into the ring
+static int outer_first_index; // true index of outer_ordered[0]
+
+static void outer_push(uintptr_t ip) {
+    outer_ring[outer_seen % CCR_OUTER_FRAMES] = ip;
+    outer_seen++;
+}
+
+int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index) {
+    int count = outer_seen < CCR_OUTER_FRAMES ? outer_seen : CCR_OUTER_FRAMES;
+    int start = outer_seen - count;   // ring position of the oldest kept
+    for (int i = 0; i < count; i++) outer_ordered[i] = outer_ring[(start + i) % CCR_OUTER_FRAMES];
+    *frames = outer_ordered;
+    *first_index = outer_first_index + start;
+    return count;
+}
+
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error) {
     const ccr_libunwind *u = &ccr_global.unwind;
     unw_cursor_t cursor;
     *depth = 0;
     *depth_is_lower_bound = 0;
-    if (step_error) *step_error = 0;
+    if (step_error) {
+        *step_error = 0;
+        outer_seen = 0;
+        outer_first_index = max;
+    }
     if (u->init_local2 == NULL) return -1;
     int kept = 0;
     int counted = 0;
@@ -53,6 +77,7 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
         uintptr_t ip = 0;
         if (u->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
         if (kept < max) frames[kept++] = ip;
+        else if (step_error) outer_push(ip);
         counted++;
         if (counted >= CCR_MAX_COUNTED_FRAMES) {
             *depth_is_lower_bound = 1;
@@ -79,6 +104,7 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
                 ccr_unwind_frame_pointers(0, fp, rest, CCR_MAX_FRAMES, &more);
                 for (int i = 0; i < more && counted < CCR_MAX_COUNTED_FRAMES; i++) {
                     if (kept < max) frames[kept++] = rest[i];
+                    else if (step_error) outer_push(rest[i]);
                     counted++;
                 }
             }
