@@ -18,13 +18,15 @@
 //
 // Rule 1 (before 2026-11-23) took the top three frames of modules that were not system libraries,
 // so inlined standard-library frames counted as the app's; `crash-collector regroup` re-signs
-// reports stored under it.
+// reports stored under it. Rule 3 (2026-11-24, found by tools/test-grouping-corpus): a failed
+// `precondition` is "precondition failure" in every build — -O drops its message, so the debug
+// build's "Precondition failed: <message>" split one bug into two issues.
 import Foundation
 
 public enum CrashGrouping {
     /// The rule's version, stored with each issue; a collector whose issues were signed by an older
     /// rule says so at start (`crash-collector regroup` re-signs them).
-    public static let ruleVersion = 2
+    public static let ruleVersion = 3
 
     /// What groups reports into one issue, and how the issue is titled.
     public struct IssueKey: Sendable, Equatable {
@@ -123,6 +125,9 @@ public enum CrashGrouping {
             if let file = text.range(of: #": file [^,]+, line [0-9]+$"#, options: .regularExpression) { text.removeSubrange(file) }
             text = text.trimmingCharacters(in: .whitespaces)
             guard !text.isEmpty else { return marker.dropLast(2).description }
+            // -O builds drop a precondition's message ("Swift runtime failure: precondition
+            // failure"): the debug build's message would make the same bug another issue.
+            if marker == "Precondition failed: " { return "precondition failure" }
             return clipped(stripNumbers(text), to: 120)
         }
         return nil

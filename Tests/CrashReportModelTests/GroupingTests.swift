@@ -207,6 +207,11 @@ struct GroupingTests {
         #expect(CrashGrouping.failureReason(frames: [], message: "Swift runtime failure: Index out of range") == "Index out of range")
         #expect(CrashGrouping.failureReason(frames: [], message: "main.swift:4: Fatal error: order 4411 has no lines") == "order <n> has no lines")
         #expect(CrashGrouping.failureReason(frames: [], message: "invalid memory access at 0x0") == nil)
+        // A precondition: -O drops its message, so the debug build's message is not the reason.
+        #expect(CrashGrouping.failureReason(frames: [], message: "CrashFixture/Corpus.swift:38: Precondition failed: balance must not be negative")
+                == "precondition failure")
+        #expect(CrashGrouping.failureReason(frames: [Self.frame(0, "CrashFixture", "Swift runtime failure: precondition failure")], message: "")
+                == "precondition failure")
         // Without a reason the exception type stands in: a signature is never the reason alone.
         let segv = Self.entry([Self.frame(0, "CrashFixture", "CrashFixture.level5(CrashFixture.Fixture) -> ()", file: Self.source, line: 46)],
                               message: "invalid memory access at 0x0", type: "SIGSEGV")
