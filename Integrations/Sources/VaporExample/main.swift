@@ -46,7 +46,9 @@ app.http.server.configuration.hostname = "127.0.0.1"
 app.http.server.configuration.port = 0
 
 // Route middleware, so that the route pattern is known when it runs.
-let routes = app.grouped(CrashReportingMiddleware())
+// (Without it when EXAMPLE_WITHOUT_MIDDLEWARE is set: tools/bench-middleware's baseline.)
+let routes: any RoutesBuilder = ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil
+    ? app.grouped(CrashReportingMiddleware()) : app
 routes.get("hello") { _ in "hello" }
 routes.get("users", ":id") { request -> String in
     loadProfile(id: try request.parameters.require("id", as: Int.self))
