@@ -56,11 +56,12 @@ public struct RequestReporter: Sendable {
         let method = request.method, route = request.route
         if options.breadcrumbs {
             let elapsed = ContinuousClock.now - request.started
-            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            // Tenths of a millisecond in integers: String(format:) costs about a microsecond here.
+            let tenths = elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
             let level: CrashReporter.LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
             var metadata = [
                 "method": method, "route": route, "status": String(status),
-                "duration_ms": String(format: "%.1f", milliseconds), "request_id": request.requestID,
+                "duration_ms": "\(tenths / 10).\(tenths % 10)", "request_id": request.requestID,
             ]
             if let trace = request.trace {
                 metadata["trace_id"] = trace.traceID
