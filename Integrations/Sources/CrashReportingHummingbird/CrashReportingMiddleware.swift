@@ -10,6 +10,9 @@ import CrashReporting
 import HTTPTypes
 import Hummingbird
 
+/// Built once: `HTTPField.Name(_:)` validates its text each time.
+private let traceparentField = HTTPField.Name("traceparent")!
+
 public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddleware {
     public struct Options: Sendable {
         /// Breadcrumbs, screen views, non-fatal reports and their rate limit.
@@ -19,7 +22,7 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         /// ServiceContext's (a tracer bootstrapped and Hummingbird's TracingMiddleware before this
         /// one), else the W3C `traceparent` header's.
         public var trace: @Sendable (Request) -> TraceIdentity? = { request in
-            TraceIdentity.resolve(traceparent: request.headers[HTTPField.Name("traceparent")!])
+            TraceIdentity.resolve(traceparent: request.headers[traceparentField])
         }
 
         public init() {}
