@@ -10,23 +10,46 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "CrashReportingHummingbird", targets: ["CrashReportingHummingbird"]),
+        .library(name: "CrashReportingVapor", targets: ["CrashReportingVapor"]),
         .library(name: "CrashReportingServiceLifecycle", targets: ["CrashReportingServiceLifecycle"]),
         .library(name: "CrashReportingMetrics", targets: ["CrashReportingMetrics"]),
     ],
     dependencies: [
         .package(name: "swift-crash-reporting", path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
+        // What every framework's middleware shares: the per-request bookkeeping (screen view,
+        // request in flight, breadcrumb, rate-limited non-fatal report), traceparent parsing and
+        // the current ServiceContext's trace. Framework-free: swift-distributed-tracing only.
+        .target(
+            name: "CrashReportingServerCore",
+            dependencies: [
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
         // A RouterMiddleware: a breadcrumb per request, the route as the server's screen view,
         // 5xx answers and thrown errors as non-fatal reports (rate-limited).
         .target(
             name: "CrashReportingHummingbird",
             dependencies: [
+                "CrashReportingServerCore",
                 .product(name: "CrashReporting", package: "swift-crash-reporting"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        // An AsyncMiddleware for Vapor 4, the same behaviour as the Hummingbird one.
+        .target(
+            name: "CrashReportingVapor",
+            dependencies: [
+                "CrashReportingServerCore",
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+                .product(name: "Vapor", package: "vapor"),
             ]
         ),
         // A Service for ServiceGroup: delivery starts with the group, pending work is flushed
@@ -56,10 +79,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The Vapor example server the tests drive.
+        .executableTarget(
+            name: "VaporExample",
+            dependencies: [
+                "CrashReportingVapor",
+                .product(name: "Vapor", package: "vapor"),
+            ]
+        ),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "HummingbirdExample", "CrashReportingHummingbird", "CrashReportingMetrics",
+            "HummingbirdExample", "VaporExample", "CrashReportingHummingbird", "CrashReportingMetrics", "CrashReportingServerCore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "Instrumentation", package: "swift-distributed-tracing"),
         ]),
     ]
 )

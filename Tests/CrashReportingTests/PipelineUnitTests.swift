@@ -351,4 +351,34 @@ struct PipelineUnitTests {
         #expect(image["image_size"] as? UInt64 == 0x2000 && image["debug_id"] as? String == "ac80cd6e-2c08-f0f7-9237-0ddd19c33d47")
         #expect(JSONSerialization.isValidJSONObject(event))
     }
+
+    @Test("Sentry: contexts.trace from a non-fatal's trace_id/span_id, or from the crashing request in flight")
+    func sentryTrace() throws {
+        let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+        var payload = Self.payload(logs: 0, crashes: 1, frames: 1)
+        func trace(_ payload: DiagnosticsPayload) -> [String: String]? {
+            let event = SentryEvent.make(from: payload, eventID: "6f1c1e4e2b0a4c1e9a576f4f1d2f9c11")
+            #expect(JSONSerialization.isValidJSONObject(event))
+            return (event["contexts"] as? [String: Any])?["trace"] as? [String: String]
+        }
+        #expect(trace(payload) == nil, "no trace, no trace context")
+
+        payload.crash_reports[0].kind = "non_fatal"
+        payload.crash_reports[0].error = .init(domain: "http.server", code: 500, message: "m",
+                                               user_info: ["trace_id": .string(traceID), "span_id": "00f067aa0ba902b7"], underlying: [])
+        #expect(trace(payload) == ["type": "trace", "trace_id": traceID, "span_id": "00f067aa0ba902b7"])
+        payload.crash_reports[0].error?.user_info = ["trace_id": "not-a-trace-id"]
+        #expect(trace(payload) == nil, "a malformed trace id is dropped")
+
+        payload.crash_reports[0].kind = "crash"
+        payload.crash_reports[0].error = nil
+        payload.crash_reports[0].requests_in_flight = [
+            .init(method: "GET", route: "/slow", request_id: "a", trace_id: "11111111111111111111111111111111", thread_id: 2, age_ms: 500, crashed_thread: false),
+            .init(method: "GET", route: "/users/{id}", request_id: "b", trace_id: traceID, thread_id: 1, age_ms: 3, crashed_thread: true),
+        ]
+        #expect(trace(payload) == ["type": "trace", "trace_id": traceID, "span_id": "9a576f4f1d2f9c11"],
+                "the crashing request's trace; the event's own span id")
+        payload.crash_reports[0].requests_in_flight?[1].crashed_thread = false
+        #expect(trace(payload) == nil, "two requests, neither on the crashing thread: no guess")
+    }
 }

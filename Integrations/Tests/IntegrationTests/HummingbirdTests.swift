@@ -14,11 +14,11 @@ import Testing
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 let repositoryRoot = packageRoot.deletingLastPathComponent()
 
-/// The example server's executable, in the build folder of the test runner.
-func exampleURL() -> URL {
+/// An example server's executable, in the build folder of the test runner.
+func exampleURL(_ name: String) -> URL {
     var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
-    return folder.appendingPathComponent("HummingbirdExample")
+    return folder.appendingPathComponent(name)
 }
 
 struct Failure: Error, CustomStringConvertible {
@@ -102,10 +102,10 @@ final class Collector {
 }
 
 /// The example server with its reports directory, sending to `collector`.
-func startServer(_ reports: URL, _ collector: Collector, folder: URL) throws -> (Process, Int) {
+func startServer(_ reports: URL, _ collector: Collector, folder: URL, example: String = "HummingbirdExample") throws -> (Process, Int) {
     let portFile = folder.appendingPathComponent("server-\(UUID().uuidString).port")
     let process = Process()
-    process.executableURL = exampleURL()
+    process.executableURL = exampleURL(example)
     process.arguments = [reports.path, portFile.path]
     var environment = ProcessInfo.processInfo.environment
     environment["CRASH_REPORTING_ENDPOINT"] = "http://127.0.0.1:\(collector.port)"

@@ -151,6 +151,11 @@ enum SentryEvent {
             "sdk": ["name": "swift-crash-reporting", "version": CrashReporter.version],
             "contexts": contexts(app: app, host: host),
         ]
+        if let entry, let trace = trace(of: entry, eventID: eventID) {
+            var contexts = event["contexts"] as? [String: Any] ?? [:]
+            contexts["trace"] = trace
+            event["contexts"] = contexts
+        }
         if !app.build_number.isEmpty { event["dist"] = app.build_number }
         if let user = payload.user_id { event["user"] = ["id": user] }
         var tags: [String: String] = ["report_kind": entry?.kind ?? "diagnostics"]
@@ -178,6 +183,31 @@ enum SentryEvent {
             if entry.kind == "diagnostics" { event["message"] = ["formatted": entry.exception_message] }
         }
         return event
+    }
+
+    /// Sentry's `contexts.trace`, joining the event to the trace of the request it happened in: a
+    /// non-fatal report's `trace_id`/`span_id` (the server middleware puts them in its user info),
+    /// else the trace of the request in flight that crashed (the one that started on the crashing
+    /// thread, or the only one). Sentry requires a span id: when the report has none, the event's
+    /// own (the last 16 hex digits of its id), as Sentry's SDKs give an event outside any span.
+    static func trace(of entry: DiagnosticsPayload.CrashReportEntry, eventID: String) -> [String: Any]? {
+        func isHex(_ text: String, _ count: Int) -> Bool {
+            text.utf8.count == count && text.allSatisfy { $0.isHexDigit && !$0.isUppercase } && text.contains { $0 != "0" }
+        }
+        var traceID: String?, spanID: String?
+        if case .object(let info)? = entry.error?.user_info, case .string(let id)? = info["trace_id"] {
+            traceID = id
+            if case .string(let span)? = info["span_id"] { spanID = span }
+        } else if let requests = entry.requests_in_flight {
+            let crashing = requests.first(where: \.crashed_thread) ?? (requests.count == 1 ? requests.first : nil)
+            traceID = crashing?.trace_id
+        }
+        guard let traceID, isHex(traceID, 32) else { return nil }
+        if spanID.map({ !isHex($0, 16) }) ?? true {
+            let own = String(eventID.lowercased().filter(\.isHexDigit).suffix(16))
+            spanID = own.count == 16 ? own : String(repeating: "0", count: 16 - own.count) + own
+        }
+        return ["type": "trace", "trace_id": traceID, "span_id": spanID!]
     }
 
     static func level(of kind: String?) -> String {

@@ -1,0 +1,52 @@
+// Vapor 4 middleware: the same as CrashReportingHummingbird's (CrashReportingServerCore does the
+// bookkeeping): the request among the requests in flight while it runs, the route pattern as the
+// screen view, an "http" breadcrumb as it ends, 5xx answers and thrown errors as rate-limited
+// non-fatal reports. Use it as route middleware (`app.grouped(CrashReportingMiddleware())`):
+// Vapor runs global middleware before routing, when `request.route` is still unknown.
+// A future-based `Middleware`, not an `AsyncMiddleware`: Vapor runs an AsyncMiddleware in a Task
+// of its own and its `next` through another, which cost ~30 µs of CPU a request on this machine
+// (tools/bench-middleware; Docs/Decisions/0023); the bookkeeping itself needs no suspension.
+import CrashReporting
+@_exported import CrashReportingServerCore
+import Vapor
+
+public struct CrashReportingMiddleware: Middleware {
+    public struct Options: Sendable {
+        /// Breadcrumbs, screen views, non-fatal reports and their rate limit.
+        public var reporting = RequestReportingOptions()
+        /// The request's trace. Default: its ServiceContext's (`request.serviceContext`, set by
+        /// Vapor's TracingMiddleware before this one, with a tracer bootstrapped), else the W3C
+        /// `traceparent` header's.
+        public var trace: @Sendable (Request) -> TraceIdentity? = { request in
+            TraceIdentity(context: request.serviceContext)
+                ?? request.headers.first(name: "traceparent").flatMap { TraceIdentity(traceparent: $0) }
+        }
+
+        public init() {}
+    }
+
+    public let options: Options
+    private let reporter: RequestReporter
+
+    public init(options: Options = Options()) {
+        self.options = options
+        self.reporter = RequestReporter(options: options.reporting)
+    }
+
+    /// Vapor's route pattern in its own notation, "/users/:id"; nil before routing.
+    public static func routePattern(_ request: Request) -> String? {
+        request.route.map { "/" + $0.path.map(\.description).joined(separator: "/") }
+    }
+
+    public func respond(to request: Request, chainingTo next: any Responder) -> EventLoopFuture<Response> {
+        let reported = reporter.begin(method: request.method.rawValue, route: Self.routePattern(request) ?? "(no route)",
+                                      requestID: request.id, trace: options.trace(request))
+        let reporter = self.reporter
+        return next.respond(to: request).always { result in
+            switch result {
+            case .success(let response): reporter.end(reported, status: Int(response.status.code), error: nil)
+            case .failure(let error): reporter.end(reported, status: Int((error as? any AbortError)?.status.code ?? 500), error: error)
+            }
+        }
+    }
+}
