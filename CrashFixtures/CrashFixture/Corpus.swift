@@ -14,6 +14,23 @@ enum CorpusBug: String, CaseIterable {
     case fatalError = "corpus-fatal-error"
     case taskGroupChild = "corpus-task-group-child"
     case onThread = "corpus-on-thread"
+    /// Not in the corpus: a crash three awaits deep, after a suspension, so that only the async
+    /// context chain knows the callers (the async-frames tests).
+    case asyncChain = "async-chain-crash"
+}
+
+@inline(never) func fetchInvoice(_ id: Int) async -> Int {
+    await Task.yield()   // resumed later by the executor: the synchronous stack no longer has the callers
+    let lines: [Int] = []
+    return lines[id]
+}
+
+@inline(never) func loadOrder(_ id: Int) async -> Int {
+    await fetchInvoice(id) + 1
+}
+
+@inline(never) func handleRequest(_ id: Int) async -> Int {
+    await loadOrder(id) + 1
 }
 
 nonisolated(unsafe) var corpusSink = 0
@@ -76,6 +93,8 @@ func runCorpusBug(_ bug: CorpusBug, reportsDirectory: String) -> Never {
         }
     case .onThread:
         Thread { corpusSink &+= drainQueue(corpusInput) }.start()
+    case .asyncChain:
+        Task.detached { corpusSink &+= await handleRequest(corpusInput) }
     }
     sleep(20)
     FileHandle.standardError.write(Data("corpus bug \(bug.rawValue) did not crash within 20 s\n".utf8))

@@ -132,6 +132,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
             case programCounter = "pc"
             /// A caller's return address: look it up at address − 1, inside the call instruction.
             case returnAddress = "return_address"
+            /// A Swift async caller: the resume function its awaited callee returns to (an entry
+            /// point: look it up at its own address).
+            case async = "async"
         }
         public var index: Int
         public var address: Address
@@ -294,6 +297,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     /// The crashing thread's outermost frames (at most 10, true indices) when its stack was deeper
     /// than the frames kept: where a deep recursion was entered and who called it.
     public var outerFrames: [Frame] = []
+    /// The crashing thread's Swift async callers (the awaiting functions, innermost first), found
+    /// by following the async context chain from the first async frame.
+    public var asyncFrames: [Frame] = []
     public var stack: Stack?
     /// Every other thread, in the order the record lists them (version 2).
     public var otherThreads: [OtherThread] = []
@@ -586,6 +592,9 @@ extension CrashRecord {
             guard let kind else { throw FieldError(description: "unknown frame kind") }
             let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: kind)
             if otherThreads.isEmpty { frames.append(frame) } else { otherThreads[otherThreads.count - 1].frames.append(frame) }
+        case "async_frame":
+            let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: .async)
+            if otherThreads.isEmpty { asyncFrames.append(frame) }
         case "outer_frame":
             let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: .returnAddress)
             if otherThreads.isEmpty { outerFrames.append(frame) }

@@ -137,9 +137,9 @@ func frameLine(_ frame: CrashReport.Frame, moduleWidth: Int) -> String {
         // Swift's backtracer's tags; the full name is in --format json.
         let origin = frame.origin ?? CrashGrouping.origin(function: function, file: frame.file, module: module, modulePath: frame.module)
         line += (frame.isInlined ? "[inlined] " : "") + (origin == .app ? "" : "[\(origin.rawValue)] ")
-            + (SwiftNames.isAsync(function) ? "[async] " : "") + CrashGrouping.displayName(function)
+            + (frame.isAsync || SwiftNames.isAsync(function) ? "[async] " : "") + CrashGrouping.displayName(function)
     } else {
-        line += "\(frame.address)" + (frame.moduleOffset.map { " (\(module) + \($0))" } ?? "")
+        line += (frame.isAsync ? "[async] " : "") + "\(frame.address)" + (frame.moduleOffset.map { " (\(module) + \($0))" } ?? "")
     }
     if let file = frame.file {
         var location = file

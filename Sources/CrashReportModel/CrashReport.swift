@@ -60,6 +60,8 @@ public struct CrashReport: Sendable, Codable, Equatable {
         /// Whose code this is (CrashGrouping): the app's, the system's or the reporter's; nil when
         /// not worked out. Views dim what is not the app's.
         public var origin: CrashGrouping.Origin?
+        /// A Swift async caller (an awaiting function's resume point), after the synchronous frames.
+        public var isAsync: Bool = false
 
         public init(index: Int, address: Address, module: String?, moduleOffset: Address?, function: String?,
                     symbol: String?, file: String?, line: Int?, column: Int?, isInlined: Bool, note: String?) {

@@ -208,9 +208,11 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
         public var line: Int?
         public var column: Int?
         public var inlined: Bool
+        /// Linux extension: a Swift async caller, after the synchronous frames (absent otherwise).
+        public var async: Bool?
 
         public init(index: Int, address: String, module: String?, module_offset: String?, build_id: String?,
-                    function: String?, file: String?, line: Int?, column: Int?, inlined: Bool) {
+                    function: String?, file: String?, line: Int?, column: Int?, inlined: Bool, async: Bool? = nil) {
             self.index = index
             self.address = address
             self.module = module
@@ -221,6 +223,7 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             self.line = line
             self.column = column
             self.inlined = inlined
+            self.async = async
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -235,6 +238,7 @@ public struct DiagnosticsPayload: Codable, Sendable, Equatable {
             try container.encode(line, forKey: .line)
             try container.encode(column, forKey: .column)
             try container.encode(inlined, forKey: .inlined)
+            try container.encodeIfPresent(async, forKey: .async)   // only on async callers
         }
 
         /// The frame as a stack_trace line: "#3 CrashFixture level3() (Sources/CrashFixture/main.swift:42:7)",

@@ -32,7 +32,14 @@ public final class Symbolicator: Symbolicating {
     public func symbolicate(_ record: CrashRecord) -> CrashReport {
         var usedModules: Set<String> = []
         // The outermost frames follow the innermost, with their true indices (a gap between).
-        let frames = symbolicate(record.frames + record.outerFrames, in: record, usedModules: &usedModules)
+        // Then the async callers (awaiting functions), marked as such.
+        let asyncIndices = Set(record.asyncFrames.map(\.index))
+        let frames = symbolicate(record.frames + record.outerFrames + record.asyncFrames, in: record, usedModules: &usedModules)
+            .map { frame in
+                var frame = frame
+                frame.isAsync = asyncIndices.contains(frame.index)
+                return frame
+            }
         let others = record.otherThreads.map { other in
             CrashReport.Thread(id: other.thread.id, name: other.thread.name, isMain: other.thread.isMain,
                                frames: symbolicate(other.frames, in: record, usedModules: &usedModules),

@@ -211,6 +211,26 @@ struct CrashFixtureTests {
                 "outermost frames:\n\(describe(outermost))")
     }
 
+    @Test("a crash three awaits deep lists the awaiting callers as async frames, as Swift's backtracer does", arguments: BuildConfiguration.allCases)
+    func asyncCallers(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("async-chain-crash", configuration)
+        let record = try run.onlyRecord()
+        #expect(record.hasEnd && record.problems.isEmpty)
+        // After a suspension the synchronous stack ends in the executor: fetchInvoice's callers are
+        // only in its async context chain.
+        let synchronous = try LLVMSymbolizer.symbolize(record)
+        #expect(!synchronous.contains { $0.mentions("loadOrder") }, "\(describe(synchronous))")
+        #expect(record.asyncFrames.count >= 3 && record.asyncFrames.allSatisfy { $0.kind == .async })
+        #expect(record.asyncFrames.first?.index == record.stack?.depth, "async frames follow the synchronous ones")
+        var awaiting = record
+        awaiting.frames = record.asyncFrames
+        let callers = try LLVMSymbolizer.symbolize(awaiting)
+        _ = checkOrder(["loadOrder", "handleRequest", "runCorpusBug"], in: callers)
+        // Marked where a person reads them.
+        let (status, text, _) = try crashtool(["symbolicate", run.pendingRecords[0].path])
+        #expect(status == 0 && text.contains("[async] loadOrder(_:)") && text.contains("[async] handleRequest(_:)"), "\(text)")
+    }
+
     @Test("a 50-frame cut keeps the innermost frames and the true depth", arguments: BuildConfiguration.allCases)
     func deepStack(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("deep-stack", configuration)

@@ -154,6 +154,22 @@ struct UploadTests {
                 "\(app.prefix(2))")
     }
 
+    @Test("async callers are delivered after the synchronous frames, marked async, and the payload stays valid")
+    func asyncCallersDelivered() throws {
+        let scenario = try UploadScenario("async")
+        #expect(try scenario.run("async-chain-crash").terminatedBySignal == SIGILL)
+        #expect(try uploadStatus(try scenario.run("upload-pass"))["delivered"] == "1")
+        let state = try scenario.state()
+        try #require(state.stored.count == 1)
+        try scenario.expectAllValid()   // the schema knows the `async` field
+        let report = try #require((state.stored[0].payload?["crash_reports"] as? [[String: Any]])?.first)
+        let frames = try #require(((report["thread_info"] as? [[String: Any]])?.first?["frames"]) as? [[String: Any]])
+        let awaiting = frames.filter { $0["async"] as? Bool == true }.compactMap { $0["function"] as? String }
+        #expect(awaiting.first?.contains("loadOrder") == true && awaiting.contains { $0.contains("handleRequest") }, "\(awaiting)")
+        #expect(frames.prefix { $0["async"] == nil }.count == frames.count - frames.filter { $0["async"] != nil }.count,
+                "async frames come after every synchronous one")
+    }
+
     @Test("a stack overflow is delivered as 'Stack overflow' with the innermost 40 and the outermost 10 frames")
     func stackOverflowDelivered() throws {
         let scenario = try UploadScenario("overflow")

@@ -30,6 +30,16 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 #define CCR_OUTER_FRAMES 10
 int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index);
 
+/// Swift async callers of the crashing thread's last libunwind walk: when one of its frames is a
+/// Swift async function (its saved frame pointer has bit 60 set, x86_64), the async context at
+/// [fp - 8] is followed (parent at +0, the parent's resume function at +8), each read checked,
+/// at most CCR_ASYNC_FRAMES, stopping at a loop. Filled only by the walk that passes a `step_error`.
+#define CCR_ASYNC_FRAMES 64
+int ccr_unwind_async_frames(const uintptr_t **frames);
+
+/// `async_frame` lines: the awaiting callers, innermost first, indices from `first_index`.
+void ccr_record_write_async_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index);
+
 /// `outer_frame` lines: the outermost frames (entry of a deep recursion and its callers), with
 /// their true indices.
 void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index);

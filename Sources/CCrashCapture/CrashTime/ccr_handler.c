@@ -425,6 +425,9 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         int outer_first = 0;
         int outer_count = ccr_unwind_outer_frames(&outer, &outer_first);
         ccr_record_write_outer_frames(w, outer, outer_count, outer_first);
+        const uintptr_t *awaiting = NULL;
+        int awaiting_count = ccr_unwind_async_frames(&awaiting);
+        ccr_record_write_async_frames(w, awaiting, awaiting_count, outer_count > 0 ? outer_first + outer_count : depth);
         ccr_record_write_stack(w, step_error ? "libunwind+frame-pointer" : "libunwind", kept, depth, lower_bound, step_error);
     }
     ccr_threads_write(w, tid, started);   // every other thread, after the crashing one

@@ -27,6 +27,17 @@ void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count) 
     }
 }
 
+void ccr_record_write_async_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index) {
+    for (int i = 0; i < count; i++) {
+        ccr_writer_text(w, "{\"type\":\"async_frame\"");
+        ccr_writer_key(w, "index", 0);
+        ccr_writer_int(w, first_index + i);
+        ccr_writer_key(w, "address", 0);
+        ccr_writer_hex(w, frames[i]);
+        ccr_writer_text(w, ",\"kind\":\"async\"}\n");
+    }
+}
+
 void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index) {
     for (int i = 0; i < count; i++) {
         ccr_writer_text(w, "{\"type\":\"outer_frame\"");

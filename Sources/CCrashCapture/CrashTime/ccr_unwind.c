@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ccr_crashtime.h"
+#include "ccr_modules_live.h"
 
 /// Reads one word of this process's memory without risking a fault. Async-signal-safe.
 static int read_word(uintptr_t address, uintptr_t *out);
@@ -23,6 +24,70 @@ static void outer_push(uintptr_t ip) {
     outer_ring[outer_seen % CCR_OUTER_FRAMES] = ip;
     outer_seen++;
 }
+
+// The crashing thread's Swift async callers (see ccr_crashtime.h).
+static uintptr_t async_frames[CCR_ASYNC_FRAMES];
+static int async_count;
+static uintptr_t async_context;   // the first async frame's context, 0 when none was seen
+
+int ccr_unwind_async_frames(const uintptr_t **frames) {
+    *frames = async_frames;
+    return async_count;
+}
+
+#if defined(__x86_64__)
+// Swift async functions on Linux x86_64 begin `push %rbp; push %r14; lea 8(%rsp), %rbp`: their
+// async context (r14) is at [fp - 8]. Their frames carry no tag (bit 60 is Darwin's), so the
+// async function is found by where it was called from: the executor in libswift_Concurrency.so
+// (swift_job_run → runJobInEstablishedExecutorContext) runs a job by calling its resume function,
+// so the frame just inside the first libswift_Concurrency frame is an async function's.
+static uintptr_t concurrency_start, concurrency_end;
+
+static int ends_with(const char *text, const char *suffix) {
+    size_t n = 0, m = 0;
+    while (text[n]) n++;
+    while (suffix[m]) m++;
+    if (m > n) return 0;
+    for (size_t i = 0; i < m; i++) if (text[n - m + i] != suffix[i]) return 0;
+    return 1;
+}
+
+static void find_concurrency_module(void) {
+    concurrency_start = concurrency_end = 0;
+    const ccr_module *table = NULL;
+    int count = ccr_modules_written(&table);
+    for (int i = 0; i < count && table != NULL; i++) {
+        if (ends_with(table[i].path, "/libswift_Concurrency.so")) {
+            concurrency_start = table[i].start;
+            concurrency_end = table[i].end;
+            return;
+        }
+    }
+}
+
+/// `ip` is the current frame's; `inner_fp` the frame pointer of the frame inside it.
+static void note_async_frame(uintptr_t ip, uintptr_t inner_fp) {
+    uintptr_t context = 0;
+    if (async_context != 0 || inner_fp == 0 || (inner_fp & 7) != 0) return;
+    if (ip < concurrency_start || ip >= concurrency_end) return;
+    if (read_word(inner_fp - sizeof(uintptr_t), &context) != 0 || context == 0 || (context & 7) != 0) return;
+    async_context = context;
+}
+
+/// Follows the context chain from the first async frame: each parent's resume function is an
+/// awaiting caller. Every read goes through process_vm_readv; a loop or a bad pointer ends it.
+static void follow_async_chain(void) {
+    uintptr_t context = async_context;
+    for (int i = 0; i < CCR_ASYNC_FRAMES && context != 0; i++) {
+        uintptr_t parent = 0, resume = 0;
+        if (read_word(context, &parent) != 0 || read_word(context + sizeof(uintptr_t), &resume) != 0) break;
+        if (resume == 0) break;
+        async_frames[async_count++] = resume;
+        if (parent == context || (parent & 7) != 0) break;
+        context = parent;
+    }
+}
+#endif
 
 int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index) {
     int count = outer_seen < CCR_OUTER_FRAMES ? outer_seen : CCR_OUTER_FRAMES;
@@ -42,7 +107,13 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
         *step_error = 0;
         outer_seen = 0;
         outer_first_index = max;
+        async_count = 0;
+        async_context = 0;
+#if defined(__x86_64__)
+        find_concurrency_module();
+#endif
     }
+    uintptr_t inner_fp = 0;
     if (u->init_local2 == NULL) return -1;
     int kept = 0;
     int counted = 0;
@@ -78,6 +149,13 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
         if (u->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
         if (kept < max) frames[kept++] = ip;
         else if (step_error) outer_push(ip);
+#if defined(__x86_64__)
+        if (step_error) {
+            if (counted > 0) note_async_frame(ip, inner_fp);
+            uintptr_t fp = 0;
+            inner_fp = u->get_reg(&cursor, UNW_X86_64_RBP, &fp) == 0 ? fp : 0;
+        }
+#endif
         counted++;
         if (counted >= CCR_MAX_COUNTED_FRAMES) {
             *depth_is_lower_bound = 1;
@@ -111,6 +189,9 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
             break;
         }
     }
+#if defined(__x86_64__)
+    if (step_error) follow_async_chain();
+#endif
     *depth = counted;
     return kept;
 }

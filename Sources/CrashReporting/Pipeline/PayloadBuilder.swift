@@ -79,7 +79,8 @@ struct PayloadBuilder {
                 DiagnosticsPayload.Frame(
                     index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
                     module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
-                    function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined)
+                    function: frame.function, file: frame.file, line: frame.line, column: frame.column, inlined: frame.isInlined,
+                    async: frame.isAsync ? true : nil)
             }
         }
         let frames = payloadFrames(report.crashedThread.frames)

@@ -303,7 +303,8 @@ enum OpenAPI {
               "file": {"type": ["string", "null"]},
               "line": {"type": ["integer", "null"], "minimum": 0},
               "column": {"type": ["integer", "null"], "minimum": 0},
-              "inlined": {"type": "boolean"}
+              "inlined": {"type": "boolean"},
+              "async": {"type": "boolean", "description": "Linux extension: a Swift async caller (an awaiting function's resume point), listed after the synchronous frames"}
             }
           },
           "Image": {

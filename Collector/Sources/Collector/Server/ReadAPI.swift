@@ -116,7 +116,7 @@ struct EventJSON: Codable {
                              build_id: frame.build_id, function: frame.function, file: frame.file, line: frame.line,
                              column: frame.column, inlined: frame.inlined, in_app: origin == .app, origin: origin.rawValue,
                              display_function: frame.function.map(Grouping.displayName),
-                             async: frame.function.map(SwiftNames.isAsync) ?? false)
+                             async: frame.async == true || (frame.function.map(SwiftNames.isAsync) ?? false))
         }
         stack_trace = report.stack_trace
         threads = report.thread_info
