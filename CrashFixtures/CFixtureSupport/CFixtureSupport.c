@@ -114,16 +114,36 @@ void cfs_name_current_thread(const char *name) {
     pthread_setname_np(pthread_self(), name);
 }
 
-int cfs_fork_child_that_faults(void) {
+int cfs_fork_child_that_faults(int *child_pid) {
     pid_t child = fork();
     if (child == 0) {
         cfs_write_null_pointer();
         _exit(0);   // not reached
     }
     if (child < 0) return -1;
+    *child_pid = (int)child;
     int status = 0;
     while (waitpid(child, &status, 0) < 0) {}
     return status;
+}
+
+int cfs_daemonise_then_fault(void) {
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child != 0) return (int)child;   // the parent: returns, says the pid, and exit()s
+    // The daemon: waits for its parent's exit (and its atexit work) to be over, leaves the
+    // session and the terminal as daemon(3) does, then faults.
+    while (getppid() == parent) usleep(1000);
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (null > 2) close(null);
+    }
+    cfs_write_null_pointer();
+    _exit(0);   // not reached
 }
 
 static void exit_zero(int signo) {
@@ -214,4 +234,22 @@ void (*volatile cfs_null_function)(void);
 __attribute__((noinline)) void cfs_call_null_function_pointer(void) {
     cfs_null_function();   // pc 0; the return address into this function is at [sp]
     cfs_sink++;
+}
+
+static atomic_int idle_threads_started;
+
+static void *idle_thread(void *unused) {
+    (void)unused;
+    atomic_fetch_add(&idle_threads_started, 1);
+    for (;;) pause();
+    return NULL;
+}
+
+void cfs_start_idle_threads(int count) {
+    int created = 0;
+    for (; created < count; created++) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, idle_thread, NULL) != 0) break;
+    }
+    while (atomic_load(&idle_threads_started) < created) usleep(500);
 }

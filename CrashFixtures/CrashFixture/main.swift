@@ -42,6 +42,8 @@ enum Fixture: String, CaseIterable {
     /// A forked child faults first (it must die by SIGSEGV without touching the parent's record
     /// file, session or watchdog); then the parent faults and must get its own record.
     case forkChildCrashThenParentCrash = "fork-child-crash-then-parent-crash"
+    /// fork(); the parent exit()s at once; the child (setsid, stdio on /dev/null) then crashes.
+    case daemonisedChildCrash = "daemonised-child-crash"
     /// The app's SIGTERM handler calls exit(0); SIGTERM arrives at the crashing thread while the
     /// handler is busy (run with the hang-in-handler misbehaviour).
     case sigtermDuringCrash = "sigterm-during-crash"
@@ -80,7 +82,7 @@ func waitForCoarseClockTick() {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
-         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .sigtermDuringCrash:
+         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .daemonisedChildCrash, .sigtermDuringCrash:
         cfs_write_null_pointer()
     case .seccompTrappedSystemCall:
         sink &+= cfs_trapped_system_call()
@@ -288,6 +290,9 @@ if ProcessInfo.processInfo.environment["CRASH_FIXTURE_STEADY_STATE"] == "1" {
 if let delay = ProcessInfo.processInfo.environment["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS"].flatMap(Int.init) {
     usleep(useconds_t(delay * 1000))   // a process that has been up a while, not one crashing on launch
 }
+if let count = ProcessInfo.processInfo.environment["CRASH_FIXTURE_IDLE_THREADS"].flatMap(Int32.init) {
+    cfs_start_idle_threads(count)   // tools/bench-capture: a process with this many other threads, all started and asleep
+}
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_PRINT_CRASH_TIME"] == "1" {
     // Read by tools/bench-capture: the moment just before the crash, on the parent's clock.
     FileHandle.standardError.write(Data("crash-at-ns \(monotonicNanoseconds())\n".utf8))
@@ -325,10 +330,15 @@ case .dlopenedLibraryCrash:
     pluginCrash = unsafeBitCast(dlsym(plugin, "plugin_crash"), to: (@convention(c) () -> Void).self)
     level1(fixture)
 case .forkChildCrashThenParentCrash:
-    let status = cfs_fork_child_that_faults()
+    var child: Int32 = 0
+    let status = cfs_fork_child_that_faults(&child)
     let ending = status & 0x7f != 0 ? "signal \(status & 0x7f)" : "exit status \((status >> 8) & 0xff)"
-    FileHandle.standardError.write(Data("child ended by \(ending)\n".utf8))
+    FileHandle.standardError.write(Data("child \(child) ended by \(ending)\n".utf8))
     level1(fixture)
+case .daemonisedChildCrash:
+    let daemon = cfs_daemonise_then_fault()
+    FileHandle.standardError.write(Data("daemon \(daemon) started\n".utf8))
+    exit(0)   // atexit work included, as a daemonising parent does
 case .sigtermDuringCrash:
     cfs_exit_zero_on_sigterm()
     cfs_sigterm_this_thread_when_record_starts(reportsDirectory + "/new")

@@ -285,6 +285,10 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var appID: String
     public var appVersion: String
     public var processID: Int32
+    /// In a forked child's record: the parent's pid and record id (the parent's own crash, if it
+    /// has one, is a record of its own).
+    public var forkedFromProcessID: Int32?
+    public var forkedFromRecordID: String?
     public var timestamp: Date
     public var architecture: String
     public var signal: Signal?
@@ -400,6 +404,8 @@ extension CrashRecord {
         appID = header["app_id"] as? String ?? ""
         appVersion = header["app_version"] as? String ?? ""
         processID = Int32(exactly: header["pid"] as? Int ?? 0) ?? 0
+        forkedFromProcessID = (header["forked_from_pid"] as? Int).flatMap { Int32(exactly: $0) }
+        forkedFromRecordID = header["forked_from_id"] as? String
         let nanoseconds = Self.unsigned(header["timestamp_ns"]) ?? 0
         timestamp = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
         architecture = header["arch"] as? String ?? ""

@@ -13,6 +13,9 @@ extension CrashReport {
         if !appID.isEmpty {
             out.append("App:       \(appID)\(appVersion.isEmpty ? "" : " \(appVersion)")\(processID > 0 ? "  (pid \(processID))" : "")")
         }
+        if let parent = forkedFromProcessID {
+            out.append("Forked:    a child of pid \(parent)\(forkedFromRecordID.map { " (the parent's record \($0))" } ?? "")")
+        }
         if timestamp.timeIntervalSince1970 > 0 {
             out.append("Time:      \(Timestamp.iso8601(timestamp))")
         }

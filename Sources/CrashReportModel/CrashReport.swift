@@ -104,6 +104,9 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var appID: String
     public var appVersion: String
     public var processID: Int32
+    /// A forked child's crash: the parent's pid and record id.
+    public var forkedFromProcessID: Int32?
+    public var forkedFromRecordID: String?
     public var timestamp: Date
     public var architecture: String
     public var signal: CrashRecord.Signal?

@@ -72,6 +72,8 @@ public final class Symbolicator: Symbolicating {
             isPartial: record.isPartial, problems: record.problems)
         report.otherThreads = others
         report.moduleTableSource = record.moduleTable?.source
+        report.forkedFromProcessID = record.forkedFromProcessID
+        report.forkedFromRecordID = record.forkedFromRecordID
         report.userID = record.userID
         report.customKeys = record.customKeys
         report.breadcrumbs = record.breadcrumbs

@@ -334,34 +334,99 @@ struct HandlerFailureTests {
 
 @Suite("Handler and the process around it")
 struct HandlerProcessTests {
-    @Test("a forked child's crash writes nothing; the parent's later crash gets its own record", arguments: BuildConfiguration.allCases)
-    func forkedChildCrash(_ configuration: BuildConfiguration) throws {
-        let run = try FixtureRun.run("fork-child-crash-then-parent-crash", configuration)
-        #expect(run.standardError.contains("child ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
-        let record = try run.onlyRecord()
-        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
-        #expect(record.watchdog == nil)
-        #expect(record.processID > 0)
-        #expect(record.thread?.id == record.processID, "the record is the parent's main thread's")
-        #expect(record.thread?.isMain == true)
-        let frames = try LLVMSymbolizer.symbolize(record)
-        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: frames)
+    /// The child's pid the fork fixtures print ("child <pid> ended by …", "daemon <pid> started").
+    func printedPID(_ run: FixtureRun, after word: String) -> Int32? {
+        guard let range = run.standardError.range(of: word + " ") else { return nil }
+        return Int32(run.standardError[range.upperBound...].prefix { $0.isNumber })
     }
 
-    @Test("a forked child whose crash would stall cannot wake or stall the parent", arguments: BuildConfiguration.allCases)
+    /// The two records of a fork fixture: (the child's, the parent's).
+    func childAndParentRecords(_ run: FixtureRun, child: Int32) throws -> (CrashRecord, CrashRecord) {
+        let records = try run.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        #expect(records.count == 2, "records: \(run.pendingRecords.map(\.lastPathComponent)); stderr: \(run.standardError.prefix(600))")
+        let childRecord = try #require(records.first { $0.processID == child }, "no record with the child's pid \(child)")
+        let parentRecord = try #require(records.first { $0.processID != child }, "no record of the parent's")
+        return (childRecord, parentRecord)
+    }
+
+    @Test("a forked child's crash gets its own record; the parent's later crash gets its own", arguments: BuildConfiguration.allCases)
+    func forkedChildCrash(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("fork-child-crash-then-parent-crash", configuration)
+        #expect(run.standardError.contains("ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
+        let child = try #require(printedPID(run, after: "child"))
+        let (childRecord, record) = try childAndParentRecords(run, child: child)
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.watchdog == nil)
+        #expect(record.forkedFromProcessID == nil)
+        #expect(record.thread?.id == record.processID, "the record is the parent's main thread's")
+        #expect(record.thread?.isMain == true)
+        #expect(record.sessionID != nil, "the parent's record names its session")
+        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: try LLVMSymbolizer.symbolize(record))
+
+        // The child's own record: its pid, its id, the parent named; nothing of the parent's session.
+        #expect(childRecord.hasEnd && childRecord.problems.isEmpty, "problems: \(childRecord.problems)")
+        #expect(childRecord.signal?.number == SIGSEGV)
+        #expect(childRecord.id != record.id)
+        #expect(childRecord.forkedFromProcessID == record.processID)
+        #expect(childRecord.forkedFromRecordID == record.id)
+        #expect(childRecord.thread?.id == child && childRecord.thread?.isMain == true)
+        #expect(childRecord.sessionID == nil, "a child must not mark the parent's session crashed")
+        #expect(childRecord.watchdog == nil)
+        #expect(childRecord.otherThreads.isEmpty, "a child has one thread: \(childRecord.otherThreads.map(\.thread.id))")
+        _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
+        let childFile = try #require(run.pendingRecords.first { $0.lastPathComponent.hasPrefix(childRecord.id) })
+        let (status, text, _) = try crashtool(["symbolicate", childFile.path])
+        #expect(status == 0)
+        #expect(text.contains("Forked:    a child of pid \(record.processID)"), "crashtool: \(text.prefix(400))")
+    }
+
+    @Test("a forked child whose crash stalls is finished by its own watchdog; the parent's watchdog stays the parent's", arguments: BuildConfiguration.allCases)
     func forkedChildCrashWithStallingHandler(_ configuration: BuildConfiguration) throws {
-        // Under hang-in-handler a child that entered the handler would hang there forever (the
-        // parent waits for it) and its 'S' byte would start the parent's watchdog.
+        // Under hang-in-handler every handler hangs: the child's is ended by its alarm(2) watchdog
+        // (had it written to the parent's pipe, the parent's watchdog would have finished the
+        // parent's file for the child's crash), then the parent's own by the watchdog thread.
         let run = try FixtureRun.run("fork-child-crash-then-parent-crash", configuration,
                                      environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
-        #expect(run.standardError.contains("child ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
+        #expect(run.standardError.contains("ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
         #expect(run.terminatedBySignal == SIGSEGV)
-        #expect(run.elapsed < .seconds(6), "took \(run.elapsed)")
-        let record = try run.onlyRecord()
+        let child = try #require(printedPID(run, after: "child"))
+        let (childRecord, record) = try childAndParentRecords(run, child: child)
         #expect(record.thread?.id == record.processID)
         let watchdog = try #require(record.watchdog, "the parent's own stall is finished by its watchdog")
         #expect(watchdog.waitedMilliseconds >= 1900)
         #expect(record.hasEnd)
+        let childWatchdog = try #require(childRecord.watchdog, "the child's stall is finished by its alarm")
+        #expect(childWatchdog.waitedMilliseconds >= 1900)
+        #expect(childRecord.hasEnd)
+        #expect(childRecord.forkedFromProcessID == record.processID)
+        _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
+    }
+
+    @Test("a daemonised child's crash is recorded after its parent exit()ed", arguments: BuildConfiguration.allCases)
+    func daemonisedChildCrash(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("daemonised-child-crash", configuration)
+        #expect(run.exitStatus == 0, "stderr: \(run.standardError.prefix(600))")
+        let daemon = try #require(printedPID(run, after: "daemon"))
+        // The daemon outlives the fixture: wait until it is dead (gone, or a zombie where nothing
+        // reaps orphans), bounded so a daemon that never crashes fails the test instead of hanging it.
+        func dead() -> Bool {
+            guard kill(daemon, 0) == 0 else { return true }
+            let stat = (try? String(contentsOfFile: "/proc/\(daemon)/stat", encoding: .utf8)) ?? ""
+            return stat.contains(") Z ") || stat.contains(") X ")
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        while !dead(), clock.now < deadline { usleep(10_000) }
+        #expect(dead(), "the daemon \(daemon) is still running")
+        let records = try run.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        #expect(records.count == 1, "records: \(run.pendingRecords.map(\.lastPathComponent))")
+        let record = try #require(records.first)
+        #expect(record.processID == daemon)
+        #expect(record.forkedFromProcessID != nil && record.forkedFromProcessID != daemon)
+        #expect(record.hasEnd && record.problems.isEmpty)
+        #expect(record.signal?.number == SIGSEGV)
+        #expect(run.newFiles.isEmpty, "new/ still holds \(run.newFiles.map(\.lastPathComponent))")
+        _ = checkOrder(["cfs_write_null_pointer", "cfs_daemonise_then_fault"], in: try LLVMSymbolizer.symbolize(record))
     }
 
     @Test("an app's SIGTERM handler cannot run on the crashing thread mid-crash", arguments: BuildConfiguration.allCases)

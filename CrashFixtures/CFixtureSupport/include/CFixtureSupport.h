@@ -22,7 +22,12 @@ int cfs_install_marker_handler(int signo, const char *marker_path);
 void cfs_hold_loader_lock_on_new_thread(void);
 
 /// Forks a child that writes through a null pointer; returns the child's wait status (or -1).
-int cfs_fork_child_that_faults(void);
+int cfs_fork_child_that_faults(int *child_pid);
+/// Forks; the child waits for the parent to be gone, calls setsid(), points 0-2 at /dev/null and
+/// writes through a null pointer. Returns the child's pid in the parent.
+int cfs_daemonise_then_fault(void);
+/// Starts `count` threads that sleep in pause(2), and returns once all are running.
+void cfs_start_idle_threads(int count);
 /// Installs a SIGTERM handler that calls exit(0), as a service's graceful shutdown might.
 void cfs_exit_zero_on_sigterm(void);
 /// Starts a thread that waits until a record file in `new_directory` begins with '{' (a crash

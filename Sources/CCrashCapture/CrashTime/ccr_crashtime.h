@@ -16,6 +16,18 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext);
 /// time and finishes the record itself if the handler stalls. Async-signal-safe once a crash began.
 void *ccr_watchdog_main(void *unused);
 
+/// Writes the watchdog line, the frame-pointer walk from the saved context and the end line, and
+/// makes the record durable: the rest of a record whose handler stalled. Async-signal-safe.
+void ccr_watchdog_finish_record(void);
+
+/// In a forked child's first crash (getpid() differs from the pid saved at install): gives the
+/// child its own record id, pid, record file, no session, no parent's watchdog, and starts an
+/// alarm(2) watchdog. Returns 0, or -1 when no record file could be made (write nothing then).
+/// Async-signal-safe.
+int ccr_fork_adopt(void);
+/// Cancels the forked child's alarm once its record is durable. Async-signal-safe.
+void ccr_fork_stop_watchdog(void);
+
 /// Unwinds from a signal's ucontext with libunwind (UNW_INIT_SIGNAL_FRAME). Keeps the innermost
 /// `max` addresses and counts the rest (at most CCR_MAX_COUNTED_FRAMES). Returns the number kept,
 /// or -1 if libunwind could not start. Async-signal-safe: libunwind's local unwinder does not

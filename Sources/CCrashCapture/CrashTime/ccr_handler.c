@@ -17,8 +17,9 @@
 //
 // fork(): a child inherits this handler, the prefilled record file (and its offset), the session
 // mapping and the watchdog pipe, but not the watchdog thread. The handler compares the raw
-// getpid() with the pid saved at install; in a child it writes nothing anywhere and only ends
-// by the signal under the default action.
+// getpid() with the pid saved at install; in a child's first crash it takes an identity of its
+// own (ccr_fork.c: record id, pid, record file, an alarm(2) watchdog; no session, no parent's
+// pipe) and records the crash there, so the parent's file, session and watchdog stay the parent's.
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -239,6 +240,12 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
     ccr_writer_int(w, ccr_global.pid);
     ccr_writer_key(w, "timestamp_ns", 0);
     ccr_writer_uint(w, ccr_now_ns(CLOCK_REALTIME));
+    if (ccr_global.forked_from_pid) {
+        ccr_writer_key(w, "forked_from_pid", 0);
+        ccr_writer_int(w, ccr_global.forked_from_pid);
+        ccr_writer_key(w, "forked_from_id", 0);
+        ccr_writer_json_string(w, ccr_global.forked_from_id, sizeof ccr_global.forked_from_id);
+    }
 #if defined(__x86_64__)
     ccr_writer_text(w, ",\"arch\":\"x86_64\"}\n");
 #elif defined(__aarch64__)
@@ -364,19 +371,22 @@ static void misbehave_for_test(void) {
 void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
     int saved_errno = errno;
-    if (ccr_getpid() != ccr_global.pid) {
-        // A forked child: the record file, session and watchdog pipe belong to the parent, which
-        // may still crash and need them. Write nothing; die by the signal.
-        ccr_end_by_signal(signo, info);
-        errno = saved_errno;
-        return;
-    }
+    // A forked child (its pid is not the one saved at install; a second crash in the same child
+    // sees the adopted pid and goes on to the guard below).
+    int forked = ccr_getpid() != ccr_global.pid;
     int tid = ccr_gettid();
 
     int expected = 0;
     if (!atomic_compare_exchange_strong(&ccr_global.crashing_tid, &expected, tid)) {
         if (expected == tid) handle_nested_crash(signo, info);
         else wait_for_other_crash(signo);
+        errno = saved_errno;
+        return;
+    }
+    if (forked && ccr_fork_adopt() != 0) {
+        // No file of its own could be made: the parent's file, session and pipe are not ours to
+        // use. Write nothing; die by the signal.
+        ccr_end_by_signal(signo, info);
         errno = saved_errno;
         return;
     }
@@ -398,7 +408,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
     ccr_record_write_modules_at_crash(w);   // the loader's list now, else the table from start
-    ccr_record_write_requests(w, tid, started);
+    if (!ccr_global.forked_from_pid) ccr_record_write_requests(w, tid, started);   // a child's are the parent's
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
     c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();
@@ -440,6 +450,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         (void)!write(ccr_global.watchdog_fd[1], &done, 1);
     }
 
+    ccr_fork_stop_watchdog();
     ccr_crash_line_write(signo, info, tid, frames, kept);   // opt-in; after the record is durable
 
     atomic_store(&ccr_global.stage, STAGE_CHAINED);

@@ -30,7 +30,7 @@ static char wait_for_byte(int fd, int timeout_ms) {
     }
 }
 
-static void finish_for_stalled_handler(void) {
+void ccr_watchdog_finish_record(void) {
     const ccr_crash_context *c = &ccr_global.context;
     ccr_writer w;
     ccr_writer_init(&w, ccr_global.record_fd, watchdog_buffer, sizeof watchdog_buffer);
@@ -65,7 +65,7 @@ void *ccr_watchdog_main(void *unused) {
         if (byte == 'D') continue;   // the handler finished; the process ends on its own
         int claim = CCR_FINISHER_NONE;
         if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
-            finish_for_stalled_handler();
+            ccr_watchdog_finish_record();
         } else if (wait_for_byte(fd, ccr_global.watchdog_timeout_ms) == 'D') {
             continue;   // the handler was finishing and made it
         }

@@ -213,29 +213,3 @@ int ccr_module_count(void) {
 uint64_t ccr_last_install_duration_ns(void) {
     return last_install_ns;
 }
-
-void ccr_make_record_id(char *out) {
-    uint8_t bytes[16] = {0};
-    size_t filled = 0;
-    while (filled < sizeof bytes) {
-        ssize_t n = getrandom(bytes + filled, sizeof bytes - filled, 0);
-        if (n > 0) filled += (size_t)n;
-        else if (errno != EINTR) break;
-    }
-    if (filled < sizeof bytes) {   // no getrandom: time and pid still make a unique file name here
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        uint64_t mix[2] = {(uint64_t)now.tv_sec ^ ((uint64_t)getpid() << 32), (uint64_t)now.tv_nsec};
-        memcpy(bytes, mix, sizeof bytes);
-    }
-    bytes[6] = (bytes[6] & 0x0F) | 0x40;   // version 4
-    bytes[8] = (bytes[8] & 0x3F) | 0x80;   // RFC 4122 variant
-    static const char hex[] = "0123456789abcdef";
-    char *p = out;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
-        *p++ = hex[bytes[i] >> 4];
-        *p++ = hex[bytes[i] & 15];
-    }
-    *p = '\0';
-}

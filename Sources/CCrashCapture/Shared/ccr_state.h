@@ -68,6 +68,8 @@ typedef struct ccr_state {
     char app_id[CCR_TEXT_MAX];
     char app_version[CCR_TEXT_MAX];
     int pid;
+    int forked_from_pid;      // 0, or in a forked child that crashed: the parent's pid (CrashTime/ccr_fork.c)
+    char forked_from_id[CCR_ID_MAX];   // and the parent's record id
     int test_misbehaviour;
     int watchdog_timeout_ms;
 
