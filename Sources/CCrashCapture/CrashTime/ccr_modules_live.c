@@ -2,8 +2,9 @@
 // r_debug list (struct link_map: bias, name, next) is walked, and each object's ELF header,
 // program headers (PT_LOAD bounds) and GNU build-id note are read from memory. Every read goes
 // through process_vm_readv, so a list changing under us or a bad pointer ends the walk instead
-// of faulting. If the walk fails, the install-time table (dl_iterate_phdr at start) is written
-// instead; the `modules` line says which. See Docs/Decisions/0011-modules-at-crash-time.md.
+// of faulting. An object start's dl_iterate_phdr already saw (same bias, l_name and l_ld) is
+// copied from the install-time table instead of read again: one read per object, not five. If the
+// walk fails, the install-time table is written instead; the `modules` line says which. See Docs/Decisions/0011-modules-at-crash-time.md.
 #include <elf.h>
 #include <link.h>
 #include <string.h>
@@ -122,6 +123,22 @@ static int read_object(uintptr_t bias, ccr_module *m) {
     return read_segments(bias, bias + header.e_phoff, header.e_phnum, m);
 }
 
+/// The install-time entry for the object `map` describes, if start's dl_iterate_phdr saw it: the
+/// same bias, the same l_name pointer and the same dynamic section (l_ld). An object unloaded and
+/// another loaded in its place would have to match all three. Tries the same position first (the
+/// list keeps its order). Async-signal-safe.
+static const ccr_module *known_module(const struct link_map *map, int position) {
+    int count = ccr_global.module_count;
+    for (int i = 0; i < count; i++) {
+        const ccr_module *m = &ccr_global.modules[(position + i) % count];
+        if (m->bias == (uintptr_t)map->l_addr && m->name_address == (uintptr_t)map->l_name &&
+            m->dynamic != 0 && m->dynamic == (uintptr_t)map->l_ld) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
 int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
     *table = NULL;
     *loader_state = -1;
@@ -137,6 +154,13 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
         struct link_map map;
         if (read_exact(node, &map, sizeof map) != 0) return -1;
         ccr_module *m = &live_table[count];
+        const ccr_module *known = known_module(&map, count);
+        if (known != NULL) {   // loaded before start and still there: nothing more to read
+            memcpy(m, known, sizeof *m);
+            count++;
+            node = (uintptr_t)map.l_next;
+            continue;
+        }
         memset(m, 0, sizeof *m);
         m->bias = (uintptr_t)map.l_addr;
         if (map.l_name != NULL && read_string((uintptr_t)map.l_name, m->path, sizeof m->path) != 0) return -1;

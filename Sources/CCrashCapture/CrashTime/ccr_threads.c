@@ -7,6 +7,7 @@
 // takes the best walk each thread finished before its deadline. Why not ptrace or a helper
 // process: see Docs/Decisions/0010-all-threads.md.
 #include <errno.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
@@ -102,6 +103,9 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
         slot->lu_depth = depth;
         slot->lu_lower_bound = lower_bound;
         atomic_store(&slot->state, kept > 0 ? CCR_SLOT_LU_DONE : CCR_SLOT_LU_FAILED);
+        // Wake the crashing thread at once rather than at its next look.
+        atomic_fetch_add(&ccr_threads.answers, 1);
+        syscall(SYS_futex, &ccr_threads.answers, (long)FUTEX_WAKE_PRIVATE, 1L, NULL, NULL, 0L);
     }
     stay_until_the_process_ends();
     errno = saved_errno;
@@ -329,12 +333,17 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     if (budget_ns > left) budget_ns = left;
     uint64_t deadline = now + budget_ns;
     for (;;) {
+        int seen = atomic_load(&ccr_threads.answers);
         int pending = 0;
         for (int i = 0; i < asked; i++) pending += still_pending(atomic_load(&ccr_threads.slots[i].state));
-        if (pending == 0 || ccr_now_ns(CLOCK_MONOTONIC) >= deadline) break;
-        // 200 µs: most threads answer within a few hundred µs; poll's 1 ms would add up to 1 ms.
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = 200000};
-        nanosleep(&pause, NULL);
+        uint64_t at = ccr_now_ns(CLOCK_MONOTONIC);
+        if (pending == 0 || at >= deadline) break;
+        // Sleep until an answer bumps the counter (a wake, or EAGAIN if one came since `seen`),
+        // at most 1 ms: a thread that answered only with frame pointers (libunwind stalled)
+        // bumps nothing, and its state is seen at the next look.
+        uint64_t nap = deadline - at < 1000000ull ? deadline - at : 1000000ull;
+        struct timespec timeout = {.tv_sec = 0, .tv_nsec = (long)nap};
+        syscall(SYS_futex, &ccr_threads.answers, (long)FUTEX_WAIT_PRIVATE, (long)seen, &timeout, NULL, 0L);
     }
     uint64_t waited = ccr_now_ns(CLOCK_MONOTONIC) - now;   // from the last signal sent
 

@@ -53,6 +53,7 @@ typedef struct ccr_threads_state {
     int wait_ms;             // longest total wait for answers
     atomic_int active;       // 1 while the crashing thread collects answers
     int asked;               // slots armed in this collection
+    atomic_int answers;      // bumped (then a futex wake) each time a thread finishes its answer
     ccr_thread_slot slots[CCR_THREADS_MAX];
 } ccr_threads_state;
 
@@ -66,7 +67,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext);
 /// At a crash, after the crashing thread's own stack line: lists every other thread, asks those
 /// that can answer to unwind themselves, waits at most the configured time (and never more than
 /// half of the watchdog's remaining budget), and writes a thread section for each, then one
-/// `threads` summary line. Async-signal-safe: open, read, close, getdents64, tgkill, nanosleep.
+/// `threads` summary line. Async-signal-safe: open, read, close, getdents64, tgkill, futex.
 void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns);
 
 #endif

@@ -34,9 +34,12 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
             if (start + ph->p_memsz > high) high = start + ph->p_memsz;
         } else if (ph->p_type == PT_NOTE && m->build_id_length == 0) {
             read_build_id(info, ph, m);
+        } else if (ph->p_type == PT_DYNAMIC) {
+            m->dynamic = info->dlpi_addr + ph->p_vaddr;   // what the loader keeps as l_ld
         }
     }
     if (high == 0) return 0;   // nothing mapped
+    m->name_address = (uintptr_t)info->dlpi_name;      // the loader's l_name pointer itself
     m->start = low;
     m->end = high;
     const char *name = info->dlpi_name;

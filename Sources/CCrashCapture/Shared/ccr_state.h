@@ -34,6 +34,10 @@ typedef struct ccr_module {
     uint8_t build_id[CCR_BUILD_ID_MAX];
     uint8_t build_id_length;
     char path[CCR_MODULE_PATH_MAX];
+    // The loader's own words for this object (link_map's l_name and l_ld), kept by the install-time
+    // walk so the crash-time walk can recognise an object it already knows without reading it again.
+    uintptr_t name_address;
+    uintptr_t dynamic;
 } ccr_module;
 
 /// Entry points of the dlopen'ed libunwind (local-only `_UL<arch>_*` names).
