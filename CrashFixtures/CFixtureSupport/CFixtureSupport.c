@@ -253,3 +253,17 @@ void cfs_start_idle_threads(int count) {
     }
     while (atomic_load(&idle_threads_started) < created) usleep(500);
 }
+
+#if defined(__x86_64__)
+// Written in assembly so that the shape does not depend on the optimizer: a leaf that never
+// pushes rbp (its return address stays at [sp]) and a caller with a classic frame.
+__attribute__((naked, noinline)) void cfs_frameless_leaf(void) {
+    __asm__ volatile("movl $1, 0x10\n\tret\n");
+}
+__attribute__((naked, noinline)) void cfs_call_frameless_leaf(void) {
+    __asm__ volatile("push %rbp\n\tmov %rsp, %rbp\n\tcall cfs_frameless_leaf\n\tpop %rbp\n\tret\n");
+}
+#else
+__attribute__((noinline)) void cfs_frameless_leaf(void) { *(volatile int *)16 = 1; }
+__attribute__((noinline)) void cfs_call_frameless_leaf(void) { cfs_frameless_leaf(); __asm__ volatile(""); }
+#endif

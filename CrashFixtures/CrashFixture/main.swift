@@ -44,6 +44,8 @@ enum Fixture: String, CaseIterable {
     case forkChildCrashThenParentCrash = "fork-child-crash-then-parent-crash"
     /// fork(); the parent exit()s at once; the child (setsid, stdio on /dev/null) then crashes.
     case daemonisedChildCrash = "daemonised-child-crash"
+    /// A write through 0x10 in a leaf that keeps no frame, called from a function that does.
+    case framelessLeafCrash = "frameless-leaf-crash"
     /// The app's SIGTERM handler calls exit(0); SIGTERM arrives at the crashing thread while the
     /// handler is busy (run with the hang-in-handler misbehaviour).
     case sigtermDuringCrash = "sigterm-during-crash"
@@ -88,6 +90,8 @@ func waitForCoarseClockTick() {
         sink &+= cfs_trapped_system_call()
     case .nullFunctionPointerCall:
         cfs_call_null_function_pointer()
+    case .framelessLeafCrash:
+        cfs_call_frameless_leaf()
     case .abortFromC:
         cfs_abort()
     case .arrayIndexOutOfRange:

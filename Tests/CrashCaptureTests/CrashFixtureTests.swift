@@ -283,6 +283,23 @@ struct HandlerFailureTests {
         try checkModules(record)   // written with the fixed facts, before the fault
     }
 
+    @Test("the frame-pointer walk keeps the caller of a frameless leaf (its return address at [sp])", arguments: BuildConfiguration.allCases)
+    func framelessLeafCaller(_ configuration: BuildConfiguration) throws {
+        // hang-in-handler: the watchdog finishes the record with the frame-pointer walk from the
+        // saved context; the leaf left rbp at its caller's frame, so [rbp+8] skips the caller.
+        let run = try FixtureRun.run("frameless-leaf-crash", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let record = try run.onlyRecord()
+        #expect(record.watchdog != nil)
+        #expect(record.stack?.unwinder == "frame-pointer")
+        let frames = try LLVMSymbolizer.symbolize(record)
+        let leaf = checkOrder(["cfs_frameless_leaf", "cfs_call_frameless_leaf"], in: frames)
+        #expect(leaf == 1, "the caller is frame 1:\n\(describe(frames))")
+        if configuration == .debug {
+            _ = checkOrder(["cfs_call_frameless_leaf", "level5", "level4"], in: frames)
+        }
+    }
+
     @Test("a handler that hangs is finished by the watchdog within its timeout", arguments: BuildConfiguration.allCases)
     func hangInHandler(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("hang-in-handler", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])

@@ -28,6 +28,9 @@ int cfs_fork_child_that_faults(int *child_pid);
 int cfs_daemonise_then_fault(void);
 /// Starts `count` threads that sleep in pause(2), and returns once all are running.
 void cfs_start_idle_threads(int count);
+/// Calls a leaf that keeps no frame (x86_64: rbp untouched, return address at [sp]) and writes to
+/// address 0x10.
+void cfs_call_frameless_leaf(void);
 /// Installs a SIGTERM handler that calls exit(0), as a service's graceful shutdown might.
 void cfs_exit_zero_on_sigterm(void);
 /// Starts a thread that waits until a record file in `new_directory` begins with '{' (a crash

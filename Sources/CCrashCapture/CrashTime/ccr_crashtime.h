@@ -59,6 +59,10 @@ void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int c
 /// Walks saved frame pointers from (pc, fp), reading memory through process_vm_readv so a bad
 /// pointer ends the walk instead of faulting. Async-signal-safe.
 int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int max, int *depth);
+/// The same from an interrupted context: also takes the return address at [sp] (x86_64) when the
+/// innermost function is a frameless leaf — the word there lies inside a module, follows a call
+/// instruction, and is not what the first frame record gives. Async-signal-safe.
+int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *frames, int max, int *depth);
 
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);

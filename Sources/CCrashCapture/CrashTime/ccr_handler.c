@@ -426,7 +426,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     }
     atomic_store(&ccr_global.stage, STAGE_FRAMES);
     if (kept < 0) {
-        kept = ccr_unwind_frame_pointers(c->pc, c->fp, frames, CCR_MAX_FRAMES, &depth);
+        kept = ccr_unwind_frame_pointers_from(c->pc, c->sp, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
         ccr_record_write_stack(w, "frame-pointer", kept, depth, 0, 0);
     } else {

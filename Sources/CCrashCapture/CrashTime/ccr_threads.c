@@ -88,10 +88,12 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     const ucontext_t *uc = (const ucontext_t *)ucontext;
 #if defined(__x86_64__)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 #elif defined(__aarch64__)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc, fp = (uintptr_t)uc->uc_mcontext.regs[29];
+    uintptr_t sp = 0;
 #endif
-    slot->fp_count = ccr_unwind_frame_pointers(pc, fp, slot->fp_frames, ccr_threads.frames, &slot->fp_depth);
+    slot->fp_count = ccr_unwind_frame_pointers_from(pc, sp, fp, slot->fp_frames, ccr_threads.frames, &slot->fp_depth);
     atomic_store(&slot->state, CCR_SLOT_FP_DONE);
 
     expected = CCR_SLOT_FP_DONE;

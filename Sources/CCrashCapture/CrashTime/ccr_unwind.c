@@ -203,9 +203,50 @@ static int read_word(uintptr_t address, uintptr_t *out) {
     return n == (long)sizeof *out ? 0 : -1;
 }
 
-int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int max, int *depth) {
+/// Whether `address` is in a module of the crash's table and the bytes before it are a call
+/// instruction (x86_64: e8 rel32, or ff /2 in its 2, 3, 4, 6 and 7-byte forms, prefixes aside):
+/// what a return address pushed by a call looks like. Async-signal-safe.
+static int looks_like_return_address(uintptr_t address) {
+#if defined(__x86_64__)
+    const ccr_module *table = NULL;
+    int count = ccr_modules_written(&table), inside = 0;
+    for (int i = 0; i < count && table != NULL; i++) {
+        if (address >= table[i].start && address < table[i].end) { inside = 1; break; }
+    }
+    if (!inside || address < 8) return 0;
+    uint8_t code[8];
+    struct iovec local = {.iov_base = code, .iov_len = sizeof code};
+    struct iovec remote = {.iov_base = (void *)(address - sizeof code), .iov_len = sizeof code};
+    if (syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L) != (long)sizeof code) return 0;
+    // code[8 - k] is the byte k before the return address.
+    if (code[8 - 5] == 0xe8) return 1;
+    static const int ff_at[] = {2, 3, 4, 6, 7};
+    for (unsigned i = 0; i < sizeof ff_at / sizeof ff_at[0]; i++) {
+        int k = ff_at[i];
+        if (code[8 - k] == 0xff && (code[8 - k + 1] & 0x38) == 0x10) return 1;
+    }
+    return 0;
+#else
+    (void)address;
+    return 0;   // aarch64 keeps a leaf's return address in lr, not on the stack
+#endif
+}
+
+int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *frames, int max, int *depth) {
     int kept = 0;
     if (max > 0 && pc != 0) frames[kept++] = pc;
+    // A frameless leaf (no push of rbp: compiled without frame pointers, or stopped before its
+    // prologue) leaves rbp at its caller's frame, so the walk below starts at the caller's caller
+    // and the caller is lost. Its return address is then at [sp]: take it when it looks like one
+    // and is not the address the first frame record would give anyway.
+    if (sp != 0 && kept < max && (fp == 0 || sp < fp)) {
+        uintptr_t at_sp = 0, first_return = 0;
+        if (read_word(sp, &at_sp) == 0 && at_sp != 0 && at_sp != pc &&
+            (fp == 0 || read_word(fp + sizeof(uintptr_t), &first_return) != 0 || first_return != at_sp) &&
+            looks_like_return_address(at_sp)) {
+            frames[kept++] = at_sp;
+        }
+    }
     while (kept < max && fp != 0 && (fp & (sizeof(uintptr_t) - 1)) == 0) {
         uintptr_t next_fp = 0, return_address = 0;
         if (read_word(fp, &next_fp) != 0 || read_word(fp + sizeof(uintptr_t), &return_address) != 0) break;
@@ -216,4 +257,8 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
     }
     *depth = kept;
     return kept;
+}
+
+int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int max, int *depth) {
+    return ccr_unwind_frame_pointers_from(pc, 0, fp, frames, max, depth);
 }
