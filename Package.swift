@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
         .library(name: "CrashReportingLogging", targets: ["CrashReportingLogging"]),
         .executable(name: "crashtool", targets: ["crashtool"]),
+        // Delivery at crash time (opt-in): the program the crash handler runs to upload the record.
+        .executable(name: "crash-sender", targets: ["crash-sender"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -51,6 +53,8 @@ let package = Package(
             ]
         ),
 
+        .executableTarget(name: "crash-sender", dependencies: ["CrashReporting"]),
+
         // Programs that crash in known ways; the integration tests run them as subprocesses.
         .target(
             name: "CFixtureSupport",
@@ -80,7 +84,7 @@ let package = Package(
         .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus", "Payloads"]),
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
         .target(name: "CrashTestSupport", dependencies: ["CrashReportModel"], path: "Tests/CrashTestSupport"),
-        .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture"]),
+        .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture", "crash-sender"]),
         .testTarget(
             name: "CrashReportingTests",
             dependencies: ["CrashReporting", "CrashReportingLogging", "CrashReportModel", .product(name: "Logging", package: "swift-log")],

@@ -54,6 +54,9 @@ func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configura
     var configuration = CrashReporter.Configuration(appID: "com.example.crash-fixture", reportsDirectory: reportsDirectory,
                                                     appVersion: "1.0.0", buildNumber: "42", environment: "staging", upload: upload)
     if environment["CRASH_FIXTURE_THREADS_OFF"] == "1" { configuration.threads = .disabled }
+    if let sender = environment["CRASH_FIXTURE_SENDER"] {
+        configuration.deliveryAtCrash = .init(senderPath: sender, wait: milliseconds("CRASH_FIXTURE_SENDER_WAIT_MS") ?? .seconds(5))
+    }
     configuration.crashLineOnStandardError = environment["CRASH_FIXTURE_CRASH_LINE"] == "1"
     if let wait = milliseconds("CRASH_FIXTURE_THREAD_WAIT_MS") { configuration.threads.wait = wait }
     return configuration

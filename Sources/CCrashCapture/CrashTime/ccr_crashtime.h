@@ -82,6 +82,12 @@ void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintp
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);
 
+/// Delivery at crash time: starts the crash-sender (when configured) for the durable record and
+/// waits for it at most the configured time. `exit_status`: its exit status (128 + signal when
+/// killed), or -1 when it did not end within the wait or could not start; `waited_ns`: the wait.
+/// Async-signal-safe: clone, execve, wait4, nanosleep.
+void ccr_sender_run(int *exit_status, uint64_t *waited_ns);
+
 /// Resets `signo` to its default action and sends it to the calling thread (tgkill with the raw
 /// getpid(), right in a forked child too), so the process ends by its own signal. Async-signal-safe.
 void ccr_die(int signo);

@@ -452,6 +452,11 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
 
     ccr_fork_stop_watchdog();
     ccr_crash_line_write(signo, info, tid, frames, kept);   // opt-in; after the record is durable
+    int sender_status;
+    uint64_t sender_waited_ns;
+    ccr_sender_run(&sender_status, &sender_waited_ns);      // opt-in: deliver now, bounded wait
+    (void)sender_status;
+    (void)sender_waited_ns;
 
     atomic_store(&ccr_global.stage, STAGE_CHAINED);
     errno = saved_errno;

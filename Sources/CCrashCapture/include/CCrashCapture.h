@@ -62,6 +62,12 @@ int ccr_ensure_alternate_signal_stack(void);
 /// must hold 37 bytes. Not async-signal-safe only in that it is never needed there: getrandom(2).
 void ccr_make_record_id(char *out);
 
+/// Delivery at crash time (opt-in): once a crash record is durable, the handler runs
+/// `sender_path --config <config_path> --record <pending record>` and waits for it at most
+/// `wait_ms` before the process ends by its signal. Copies the environment as it is now for the
+/// sender. Returns 0, or non-zero with a message in `error`. Not async-signal-safe.
+int ccr_sender_configure(const char *sender_path, const char *config_path, int wait_ms, char *error, size_t error_capacity);
+
 /// Nanoseconds `ccr_install` took in its last successful call (for the start-cost benchmark).
 uint64_t ccr_last_install_duration_ns(void);
 

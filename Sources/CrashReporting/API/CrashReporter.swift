@@ -38,6 +38,10 @@ public enum CrashReporter {
         public var crashLineOnStandardError = false
         /// Other threads' stacks at a crash.
         public var threads: ThreadCapture = ThreadCapture()
+        /// Delivery at crash time (off by default): for hosts that may be gone before a next
+        /// launch, the crash-sender uploads the record while the crashed process waits, bounded.
+        /// See `DeliveryAtCrash`.
+        public var deliveryAtCrash: DeliveryAtCrash?
 
         public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
                     appName: String? = nil, buildNumber: String = "", environment: String = "production",
@@ -138,15 +142,20 @@ public enum CrashReporter {
             var idBuffer = [CChar](repeating: 0, count: 37)
             ccr_make_record_id(&idBuffer)
             let recordID = String(decoding: idBuffer.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let app = AppMetadata(app_name: configuration.appName, app_version: configuration.appVersion,
+                                  build_number: configuration.buildNumber, bundle_id: configuration.appID,
+                                  environment: configuration.environment)
+            let sender = try prepareDeliveryAtCrash(configuration, directory: directory, collector: {
+                let resolver = Uploader(directory: directory, settings: configuration.upload, app: app, sessionID: recordID)
+                return (resolver.resolveEndpoint().url, configuration.upload.token ?? getenv("CRASH_REPORTING_TOKEN").map { String(cString: $0) })
+            }())
             try install(configuration, directory: directory.path, recordID: recordID)
+            if let sender { enableDeliveryAtCrash(sender, configuration: configuration, directory: directory) }
             let sessionPath = openSession(configuration, directory: directory, sessionID: recordID)
             state.context = ReportingContext(appID: configuration.appID, appVersion: configuration.appVersion,
                                              newFolder: directory.newFolder, pendingFolder: directory.pendingFolder,
                                              sessionID: recordID, sessionPath: sessionPath)
             state.previousLaunch = LaunchFile.begin(directory, sessionID: recordID)
-            let app = AppMetadata(app_name: configuration.appName, app_version: configuration.appVersion,
-                                  build_number: configuration.buildNumber, bundle_id: configuration.appID,
-                                  environment: configuration.environment)
             let uploader = Uploader(directory: directory, settings: configuration.upload, app: app, sessionID: recordID,
                                     priorityRecord: state.previousLaunch.didCrash ? state.previousLaunch.sessionID.map { $0 + ".crash" } : nil)
             let recovery = SessionRecovery(directory: directory, currentSessionID: recordID)

@@ -142,7 +142,7 @@ final class Uploader: Sendable {
         return .init(url: URL(string: "http://localhost:9090")!, source: .fallback)
     }
 
-    private func transports() -> [any DiagnosticsTransport] {
+    fileprivate func transports() -> [any DiagnosticsTransport] {
         if let transports = settings.transports { return transports }
         let endpoint = resolveEndpoint()
         if endpoint.source == .fallback {
@@ -225,36 +225,69 @@ final class Uploader: Sendable {
         // Spooled first: a pass that stops at an unreachable collector must not lose it.
         let beacons = settings.transports == nil && settings.sendsSessionBeacons
         if beacons { spoolBeacon() }
-        var names = directory.recordsOldestFirst(in: directory.pendingFolder)
+        // Never this process's own crash record: it appears while this process is dying, and a
+        // thread that did not stop for the crash (one that answered the handler's signal late)
+        // must not start an upload the process's end cuts short. The crash-sender or the next
+        // launch sends it.
+        var names = directory.recordsOldestFirst(in: directory.pendingFolder).filter { $0 != sessionID + ".crash" }
         let logs = settings.transports == nil && hasAPILogsToSend()
         let beaconsDue = beacons && beaconsAreDue(alongWithOthers: !names.isEmpty || logs, forced: force)
         // Nothing to send: no redactor (ICU regular expressions), host metadata (ICU time zones),
         // symbolicator or HTTP client gets built. Measured: a launch's background work then adds
         // ~0.2 MiB of private memory instead of ~4.4 MiB (tools/bench-context).
         guard !names.isEmpty || logs || beaconsDue else { return }
-        let destinations = transports()
-        let symbolicator = Symbolicator(locator: DebugFileLocator(options: .init(
-            debugDirectories: settings.debugDirectories, useSystemDebugDirectory: true, useDebuginfod: false)))
-        if !names.isEmpty, let reason = Symbolicator.unavailableReason {
-            CrashReporter.warn("reports are sent unsymbolicated (each frame's build-id and offset, for the collector or crashtool): \(reason)")
-        }
-        let dropped = LaunchFile.droppedCount(directory)
-        let memo = RedactionMemo(redactor: settings.redactor ?? .seed000,
-                                 verifier: settings.verifiesRedaction ? settings.verifier ?? RedactionVerifier() : nil)
-        let host = HostMetadata.current(reportsDirectory: directory.path)
+        let tools = SendingTools(self, warnUnsymbolicated: !names.isEmpty)
+        let memo = tools.memo
         // Crash on launch: the crash that may repeat goes first, before any backlog.
         if let first = priorityRecord, let index = names.firstIndex(of: first) { names.insert(names.remove(at: index), at: 0) }
         var down: Set<String> = []
         for name in names {
             checkStable()
-            let builder = PayloadBuilder(app: app, host: host, droppedReports: dropped)
-            guard send(name, destinations: destinations, symbolicator: symbolicator, builder: builder, memo: memo, down: &down) else { return }
+            let builder = PayloadBuilder(app: app, host: tools.host, droppedReports: tools.dropped)
+            guard send(name, destinations: tools.destinations, symbolicator: tools.symbolicator, builder: builder, memo: memo,
+                       down: &down) else { return }
         }
         // Seed 003's log server and the session count are the collector's.
         if settings.transports == nil {
             guard sendAPILogs(memo: memo) else { return }
             if beaconsDue { sendBeacons(memo: memo) }
         }
+    }
+
+    /// What sending records needs, built only when there is something to send.
+    private struct SendingTools {
+        let destinations: [any DiagnosticsTransport]
+        let symbolicator: Symbolicator
+        let memo: RedactionMemo
+        let host: HostMetadata
+        let dropped: Int
+
+        init(_ uploader: Uploader, warnUnsymbolicated: Bool) {
+            destinations = uploader.transports()
+            symbolicator = Symbolicator(locator: DebugFileLocator(options: .init(
+                debugDirectories: uploader.settings.debugDirectories, useSystemDebugDirectory: true, useDebuginfod: false)))
+            if warnUnsymbolicated, let reason = Symbolicator.unavailableReason {
+                CrashReporter.warn("reports are sent unsymbolicated (each frame's build-id and offset, for the collector or crashtool): \(reason)")
+            }
+            dropped = LaunchFile.droppedCount(uploader.directory)
+            memo = RedactionMemo(redactor: uploader.settings.redactor ?? .seed000,
+                                 verifier: uploader.settings.verifiesRedaction ? uploader.settings.verifier ?? RedactionVerifier() : nil)
+            host = HostMetadata.current(reportsDirectory: uploader.directory.path)
+        }
+    }
+
+    /// Delivery at crash time (the crash-sender): this one record of pending/, now, one try per
+    /// destination (the settings say 1). True when every destination has it; otherwise it is
+    /// back in pending/ (or quarantined, with why) for the next launch.
+    func sendOne(_ name: String) -> Bool {
+        ReportsDirectory.makeFolder(directory.uploadingFolder)
+        ReportsDirectory.makeFolder(directory.quarantineFolder)
+        guard settings.isEnabled, access(directory.path + "/collection-disabled", F_OK) != 0 else { return false }
+        let tools = SendingTools(self, warnUnsymbolicated: true)
+        var down: Set<String> = []
+        _ = send(name, destinations: tools.destinations, symbolicator: tools.symbolicator,
+                 builder: PayloadBuilder(app: app, host: tools.host, droppedReports: tools.dropped), memo: tools.memo, down: &down)
+        return shared.withLock { $0.status.delivered } > 0
     }
 
     /// Records left in uploading/ by a process that died mid-upload go back to pending/. One

@@ -23,9 +23,12 @@ public struct RedactionVerifier: Sendable {
     }
 
     private let checks: [Check]
+    /// The names given to `init` (the crash-sender rebuilds the same verifier from them).
+    let knownNames: [String]
 
     /// `knownNames`: the names the redactor was given (`Redactor.knownNames`), flagged wherever they appear.
     public init(knownNames: [String] = []) {
+        self.knownNames = knownNames
         var checks = Self.defaultChecks
         if let pattern = PIIPatterns.knownNames(knownNames) {
             checks += Self.compile([("known-names", pattern, nil)])

@@ -248,7 +248,9 @@ enum LaunchFile {
             let parts = text.split(separator: " ")
             if parts.count == 2 {
                 previous.sessionID = String(parts[0])
+                // Its record waits in pending/, or the crash-sender delivered it at the crash.
                 previous.didCrash = access(directory.pendingFolder + "/" + parts[0] + ".crash", F_OK) == 0
+                    || read(directory.path + "/delivered-at-crash")?.hasPrefix(String(parts[0])) == true
                 previous.crashedOnLaunch = previous.didCrash && parts[1].hasPrefix("0")
             }
         }

@@ -71,6 +71,24 @@ struct SessionRecovery {
         }
     }
 
+    /// The crash-sender's share of the recovery, for the one session whose process is waiting for
+    /// it (and so still holds the session's lock): its context is appended to its crash record,
+    /// then the session file goes, as `run` would do at the next launch. A record without a
+    /// session (a forked child's) is left as it is.
+    func attachToCrashRecord(id: String) {
+        let path = directory.sessionsFolder + "/" + id + ".session"
+        let record = directory.pendingFolder + "/" + id + ".crash"
+        // The session is the record's own (same id: the handler marked it crashed and named it in
+        // the record); its process holds the lock until the sender is done, so its state is not
+        // asked for here.
+        guard FileManager.default.fileExists(atPath: path), FileManager.default.fileExists(atPath: record) else { return }
+        if !alreadyAttached(record) {
+            guard rewrite(record, prefix: try? Data(contentsOf: URL(fileURLWithPath: record)), session: path) else { return }
+        }
+        unlink(path)
+        for sidecar in [".custom.json", ".custom.json.tmp", ".memory", ".memory.tmp"] { unlink(path + sidecar) }
+    }
+
     /// A `pending/<id>.crash.tmp` whose session file is gone was left by something other than a
     /// recovery in progress or to be redone (a recovery removes the session only after its rename):
     /// finished when it holds a whole record and no `.crash` exists, else removed. One whose

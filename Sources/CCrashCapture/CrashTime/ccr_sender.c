@@ -1,0 +1,67 @@
+// Delivery at crash time (opt-in, Docs/Decisions/0028): once the record is durable, the handler
+// starts the crash-sender program (which symbolicates, redacts and uploads the record as the next
+// launch would) and waits for it, bounded, before the process ends by its signal. If the sender
+// fails or the wait runs out, the record stays in pending/ for the next launch, which sends it
+// under the same idempotency key.
+//
+// The child is made with a raw clone(SIGCHLD): no atfork handlers (which may take locks), and it
+// runs nothing but system calls before execve. It unblocks every signal (execve keeps the mask,
+// and the handler's blocks almost all of them) and closes every descriptor above 2, so that no
+// listening socket or lock of the app outlives it in the sender.
+#include <errno.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ccr_crashtime.h"
+#include "ccr_sender.h"
+
+static char argument_flag_config[] = "--config";
+static char argument_flag_record[] = "--record";
+
+static void close_descriptors_above_stderr(void) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3L, (long)~0U, 0L) == 0) return;
+#endif
+    for (int fd = 3; fd < 65536; fd++) close(fd);
+}
+
+void ccr_sender_run(int *exit_status, uint64_t *waited_ns) {
+    *exit_status = -1;
+    *waited_ns = 0;
+    if (!ccr_sender.enabled) return;
+    char *argv[] = {ccr_sender.path, argument_flag_config, ccr_sender.config, argument_flag_record,
+                    ccr_global.pending_path, NULL};
+    uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
+    // The record is durable and in pending/: let go of its lock (taken at install so that no
+    // other process's start moves the file while it is written), or the sender could not take it.
+    syscall(SYS_flock, (long)ccr_global.record_fd, (long)LOCK_UN);
+    long child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+    if (child < 0) return;
+    if (child == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+        close_descriptors_above_stderr();
+        execve(ccr_sender.path, argv, ccr_sender.envp);
+        syscall(SYS_exit_group, 127L);
+    }
+    uint64_t deadline = started + (uint64_t)ccr_sender.wait_ms * 1000000ull;
+    for (;;) {
+        int status = 0;
+        long reaped = syscall(SYS_wait4, child, &status, (long)WNOHANG, 0L);
+        if (reaped == child) {
+            *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        // SIGCHLD ignored by the app: children are reaped by the kernel, and wait4 says ECHILD once it is gone.
+        if (reaped < 0 && errno != EINTR) break;
+        if (ccr_now_ns(CLOCK_MONOTONIC) >= deadline) break;   // the sender goes on alone; the record stays if it fails
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+        nanosleep(&pause, NULL);
+    }
+    *waited_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
+}
