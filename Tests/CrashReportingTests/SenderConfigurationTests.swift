@@ -62,6 +62,9 @@ struct SenderConfigurationTests {
                                                 collector: (URL(string: "http://127.0.0.1:9090")!, "tok"))
         #expect(made.destinations == [.collector(endpoint: "http://127.0.0.1:9090", token: "tok")])
         #expect(made.verifierKnownNames == [], "the default verifier")
+        let upload = try made.upload()
+        #expect(upload.transports == nil && upload.endpoint?.absoluteString == "http://127.0.0.1:9090" && upload.token == "tok",
+                "the collector alone travels as the collector, so session beacons go with the record")
     }
 
     @Test("a transform rule or a transport of the app's own cannot travel: start refuses, naming it")

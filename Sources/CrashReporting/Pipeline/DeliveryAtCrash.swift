@@ -138,7 +138,13 @@ struct SenderConfiguration: Codable, Equatable {
                 transports.append(LogzioTransport(url: listener, token: token, type: type, timeout: timeout))
             }
         }
-        upload.transports = transports
+        if destinations.count == 1, case .collector(let endpoint, let token) = destinations[0] {
+            // The collector alone, as the app has it: session beacons (crash-free rates) go too.
+            upload.endpoint = URL(string: endpoint)
+            upload.token = token
+        } else {
+            upload.transports = transports
+        }
         upload.requestTimeout = timeout
         upload.maxAttemptsPerLaunch = 1
         upload.periodicInterval = nil

@@ -287,7 +287,11 @@ final class Uploader: Sendable {
         var down: Set<String> = []
         _ = send(name, destinations: tools.destinations, symbolicator: tools.symbolicator,
                  builder: PayloadBuilder(app: app, host: tools.host, droppedReports: tools.dropped), memo: tools.memo, down: &down)
-        return shared.withLock { $0.status.delivered } > 0
+        let delivered = shared.withLock { $0.status.delivered } > 0
+        // The crashed session's beacon too (spooled at its start): on a host that never launches
+        // again, the collector's crash-free rate would otherwise not know the session existed.
+        if delivered && settings.transports == nil && settings.sendsSessionBeacons { sendBeacons(memo: tools.memo) }
+        return delivered
     }
 
     /// Records left in uploading/ by a process that died mid-upload go back to pending/. One
