@@ -273,6 +273,15 @@ static int write_thread(ccr_writer *w, const listed_thread *t) {
 }
 
 /// A slot whose thread may still store a walk. Async-signal-safe.
+/// One of this library's own threads (marked by ccr_threads_mark_reporter): idle or sending,
+/// never what a crash is about, so not worth a round trip. Async-signal-safe.
+static int is_reporter_thread(int tid) {
+    for (int i = 0; i < CCR_REPORTER_THREADS; i++) {
+        if (atomic_load_explicit(&ccr_threads.reporter_tids[i], memory_order_relaxed) == tid) return 1;
+    }
+    return 0;
+}
+
 static int still_pending(int state) {
     return state == CCR_SLOT_ASKED || state == CCR_SLOT_WRITING_FP || state == CCR_SLOT_FP_DONE || state == CCR_SLOT_WRITING_LU;
 }
@@ -294,7 +303,7 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
         listed_thread *t = &listed[i];
         t->slot = -1;
         read_name(t->tid, t->name);
-        if (t->tid == ccr_global.watchdog_tid) {
+        if (t->tid == ccr_global.watchdog_tid || is_reporter_thread(t->tid)) {
             t->state = LISTED_REPORTER;
             continue;
         }

@@ -12,6 +12,8 @@
 
 /// Compile-time bounds of the slot table; the install options choose limits at or below them.
 #define CCR_THREADS_MAX 256
+/// This library's own threads (the pipeline, the memory sampler) that a crash lists without asking.
+#define CCR_REPORTER_THREADS 8
 #define CCR_THREAD_FRAMES_MAX 64
 #define CCR_THREAD_FRAMES_DEFAULT 32
 #define CCR_THREAD_WAIT_MS_DEFAULT 250
@@ -54,6 +56,7 @@ typedef struct ccr_threads_state {
     atomic_int active;       // 1 while the crashing thread collects answers
     int asked;               // slots armed in this collection
     atomic_int answers;      // bumped (then a futex wake) each time a thread finishes its answer
+    atomic_int reporter_tids[CCR_REPORTER_THREADS];   // this library's own threads: listed, never asked
     ccr_thread_slot slots[CCR_THREADS_MAX];
 } ccr_threads_state;
 

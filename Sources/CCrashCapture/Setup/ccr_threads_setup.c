@@ -65,3 +65,11 @@ void ccr_threads_unblock_signal(void) {
 int ccr_thread_capture_signal(void) {
     return ccr_threads.enabled ? ccr_threads.signo : 0;
 }
+
+void ccr_threads_mark_reporter(void) {
+    int tid = ccr_gettid();
+    for (int i = 0; i < CCR_REPORTER_THREADS; i++) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&ccr_threads.reporter_tids[i], &expected, tid) || expected == tid) return;
+    }
+}

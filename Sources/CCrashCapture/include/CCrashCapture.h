@@ -54,6 +54,11 @@ int ccr_module_count(void);
 /// captured (turned off, or no free real-time signal at install). Async-signal-safe.
 int ccr_thread_capture_signal(void);
 
+/// Marks the calling thread as one of this library's own (the upload pipeline, the memory
+/// sampler): a crash lists it as `crash_reporter` without asking it to unwind itself, as it does
+/// the watchdog. At most 8; later calls are ignored. Lock-free.
+void ccr_threads_mark_reporter(void);
+
 /// Gives the calling thread an alternate signal stack if it has none (threads created after
 /// install get one automatically). Returns 0 on success. Not async-signal-safe: calls mmap.
 int ccr_ensure_alternate_signal_stack(void);

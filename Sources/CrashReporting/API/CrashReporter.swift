@@ -162,6 +162,7 @@ public enum CrashReporter {
             let memorySidecar = sessionPath.map { $0 + ".memory" }
             let memoryInterval = configuration.memorySampleInterval
             state.recovery = BackgroundWork {
+                ccr_threads_mark_reporter()   // listed at a crash, not asked to unwind (like the watchdog)
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
                 uploader.run(recovery: recovery)
             }
