@@ -489,6 +489,42 @@ struct HandlerEndingTests {
         return (collected.text(), directory)
     }
 
+    @Test("a forked child's own record has the frames gdb shows for the child (set follow-fork-mode child)", arguments: BuildConfiguration.allCases)
+    func forkedChildMatchesGDB(_ configuration: BuildConfiguration) throws {
+        let directory = temporaryFolder("crash-fixture-gdb-fork")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let unmask = ["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
+        process.arguments = unmask + ["gdb", "-batch", "-nx", "--readnever",
+                                      "-ex", "set follow-fork-mode child", "-ex", "set detach-on-fork on",
+                                      "-ex", "handle all nostop noprint pass", "-ex", "handle SIGSEGV stop print pass",
+                                      "-ex", "run", "-ex", "bt", "-ex", "continue", "-ex", "continue",
+                                      "--args", configuration.fixtureURL.path, "fork-child-crash-then-parent-crash", directory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let collected = OutputCollector(out.fileHandleForReading)
+        process.waitUntilExit()
+        let output = collected.text()   // to its end: the detached parent holds the pipe until it has crashed too
+        // gdb's backtrace of the child at its fault, down to main: "#1  0x… in name (args) at file:line".
+        let gdbNames = output.split(separator: "\n").filter { $0.hasPrefix("#") }.compactMap { line -> String? in
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let index = words.firstIndex(where: { $0 == "in" }).map({ $0 + 1 }) ?? (words.count > 1 ? 1 : nil), index < words.count else { return nil }
+            return String(words[index])
+        }
+        #expect(gdbNames.first == "cfs_write_null_pointer", "gdb output:\n\(output.suffix(3000))")
+        #expect(gdbNames.count >= 3, "gdb output:\n\(output.suffix(3000))")
+        let records = try FixtureRun.files(in: directory.appendingPathComponent("pending")).map { try CrashRecord(contentsOf: $0) }
+        let child = try #require(records.first { $0.forkedFromProcessID != nil }, "no child record; gdb output:\n\(output.suffix(2000))")
+        let frames = try LLVMSymbolizer.symbolize(child)
+        _ = checkOrder(gdbNames, in: frames)
+    }
+
     @Test("a hardware fault is delivered again with its original siginfo (the core dump shows the real fault)", arguments: BuildConfiguration.allCases)
     func faultRefiresWithOriginalSiginfo(_ configuration: BuildConfiguration) throws {
         let (output, directory) = try runUnderGDB("null-pointer-write", configuration)
