@@ -233,6 +233,12 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             // The client's default is 90 s without progress; lookups are serial, so a stalled server would hold every raw report.
             setenv("DEBUGINFOD_TIMEOUT", "10", 1)
         }
+        if useDebuginfod && environment["DEBUGINFOD_RETRY_LIMIT"] == nil {
+            // elfutils retries a failed query twice by default: a stalled server then held one raw
+            // upload 3 × 2 queries (debug info, executable) × the timeout, 60 s (tools/collector-abuse).
+            // A build-id not found is looked up again after 60 s anyway.
+            setenv("DEBUGINFOD_RETRY_LIMIT", "0", 1)
+        }
         guard !folders.isEmpty || useDebuginfod else { return nil }
         return ArrivalSymbolication(symbolDirectories: folders, useDebuginfod: useDebuginfod)
     }
