@@ -267,3 +267,7 @@ __attribute__((naked, noinline)) void cfs_call_frameless_leaf(void) {
 __attribute__((noinline)) void cfs_frameless_leaf(void) { *(volatile int *)16 = 1; }
 __attribute__((noinline)) void cfs_call_frameless_leaf(void) { cfs_frameless_leaf(); __asm__ volatile(""); }
 #endif
+
+int cfs_gettid(void) {
+    return (int)syscall(SYS_gettid);
+}

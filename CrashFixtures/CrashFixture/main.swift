@@ -256,6 +256,9 @@ let arguments = CommandLine.arguments
 if arguments.count == 3, let mode = LifecycleMode(rawValue: arguments[1]) {
     runLifecycle(mode, reportsDirectory: arguments[2])
 }
+if arguments.count == 3, let mode = HangMode(rawValue: arguments[1]) {
+    runHangMode(mode, reportsDirectory: arguments[2])
+}
 if arguments.count == 3, let mode = UploadMode(rawValue: arguments[1]) {
     runUploadMode(mode, reportsDirectory: arguments[2])
 }
@@ -263,7 +266,7 @@ if arguments.count == 3, let bug = CorpusBug(rawValue: arguments[1]) {
     runCorpusBug(bug, reportsDirectory: arguments[2])
 }
 guard arguments.count == 3, let fixture = Fixture(rawValue: arguments[1]) else {
-    let names = (Fixture.allCases.map(\.rawValue) + LifecycleMode.allCases.map(\.rawValue) + UploadMode.allCases.map(\.rawValue)
+    let names = (Fixture.allCases.map(\.rawValue) + LifecycleMode.allCases.map(\.rawValue) + HangMode.allCases.map(\.rawValue) + UploadMode.allCases.map(\.rawValue)
                  + CorpusBug.allCases.map(\.rawValue)).joined(separator: "\n  ")
     FileHandle.standardError.write(Data("usage: CrashFixture <fixture> <reports-directory>\nfixtures:\n  \(names)\n".utf8))
     exit(2)

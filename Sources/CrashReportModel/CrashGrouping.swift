@@ -398,8 +398,9 @@ extension CrashReport {
     /// The report as the grouping rule reads it: its kind, exception, the crashed thread's frames
     /// and the images, spelled as in an uploaded payload (what crashtool signs with the collector's rule).
     public var groupingEntry: DiagnosticsPayload.CrashReportEntry {
-        let kind = nonFatalError != nil ? "non_fatal" : termination != nil ? "abnormal_termination" : "crash"
-        let type = nonFatalError.map { "\($0.domain) \($0.code)" } ?? (termination != nil ? "abnormal_termination" : signal?.name ?? "unknown")
+        let kind = nonFatalError != nil ? "non_fatal" : termination != nil ? "abnormal_termination" : hang != nil ? "hang" : "crash"
+        let type = nonFatalError.map { "\($0.domain) \($0.code)" }
+            ?? (termination != nil ? "abnormal_termination" : hang != nil ? "hang" : signal?.name ?? "unknown")
         let message = nonFatalError?.message ?? (reason.hasPrefix(type + ": ") ? String(reason.dropFirst(type.count + 2)) : reason)
         let frames = crashedThread.frames.map { frame in
             DiagnosticsPayload.Frame(index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),

@@ -229,6 +229,23 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var detected: Date
     }
 
+    /// A hang report's subject (Configuration.hangs): a heartbeat that stopped. The record's first
+    /// thread is the one that last beat it (an event loop's thread), with every other thread after.
+    public struct Hang: Sendable, Equatable, Codable {
+        /// The heartbeat's name ("event loop 3", "cooperative pool").
+        public var name: String
+        /// The thread that last beat it.
+        public var threadID: Int32
+        public var thresholdMilliseconds: Int
+        /// How long it had not beaten when the report was written.
+        public var ageMilliseconds: Int
+        /// From the last beat before the hang to the first after it; nil while it lasted (the
+        /// process ended during the hang: killed by a liveness probe, crashed, exited).
+        public var durationMilliseconds: Int?
+        /// The session of the process that hung.
+        public var sessionID: String?
+    }
+
     /// A request a server was serving when it crashed (written by a framework middleware through
     /// `CrashReporter.beginRequest`).
     public struct Request: Sendable, Equatable, Codable {
@@ -327,6 +344,15 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var customKeys: [CustomKey] = []
     public var breadcrumbs: [Breadcrumb] = []
     public var termination: Termination?
+    /// A hang report (kind `hang`).
+    public var hang: Hang?
+    /// An abnormal termination that followed a hang of the same session (a liveness probe's
+    /// SIGKILL, say): the hang's heartbeat and its report id.
+    public var terminationAfterHang: TerminationHang?
+    public struct TerminationHang: Sendable, Equatable, Codable {
+        public var name: String
+        public var reportID: String
+    }
     public var nonFatalError: NonFatalError?
     /// Seed 000's custom_data (Codable values set by the app) as JSON text.
     public var customDataJSON: String?
@@ -677,6 +703,15 @@ extension CrashRecord {
             }
             termination = Termination(kind: try Self.field(line, "kind"), sessionStarted: try date("session_started_ns"),
                                       detected: try date("detected_ns"))
+            if let name = line["after_hang"] as? String, let id = line["after_hang_report"] as? String {
+                terminationAfterHang = TerminationHang(name: name, reportID: id)
+            }
+        case "hang":
+            hang = Hang(name: try Self.field(line, "name"), threadID: try Self.int32(line, "tid"),
+                        thresholdMilliseconds: try Self.field(line, "threshold_ms"), ageMilliseconds: try Self.field(line, "age_ms"),
+                        durationMilliseconds: nil, sessionID: line["session"] as? String)
+        case "hang_end":
+            hang?.durationMilliseconds = try Self.field(line, "duration_ms")
         case "diagnostics":
             diagnosticsTrigger = try Self.field(line, "trigger")
         case "end":

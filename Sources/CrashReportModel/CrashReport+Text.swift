@@ -13,6 +13,13 @@ extension CrashReport {
         if !appID.isEmpty {
             out.append("App:       \(appID)\(appVersion.isEmpty ? "" : " \(appVersion)")\(processID > 0 ? "  (pid \(processID))" : "")")
         }
+        if let hang {
+            let lasted = hang.durationMilliseconds.map { "resolved after \(Self.seconds($0))" } ?? "still hung when the process ended"
+            out.append("Hang:      \(hang.name) did not respond for \(Self.seconds(hang.ageMilliseconds)) (threshold \(Self.seconds(hang.thresholdMilliseconds)); \(lasted)); thread \(hang.threadID) first")
+        }
+        if let afterHang = terminationAfterHang {
+            out.append("After:     a hang of \(afterHang.name) (report \(afterHang.reportID))")
+        }
         if let parent = forkedFromProcessID {
             out.append("Forked:    a child of pid \(parent)\(forkedFromRecordID.map { " (the parent's record \($0))" } ?? "")")
         }
@@ -44,7 +51,7 @@ extension CrashReport {
         out.append("")
 
         let thread = crashedThread
-        var header = "Crashed thread \(thread.id)"
+        var header = (hang != nil ? "Hung thread " : "Crashed thread ") + "\(thread.id)"
         if !thread.name.isEmpty { header += " \"\(thread.name)\"" }
         if thread.isMain { header += " (main)" }
         // Outermost frames, when kept, follow the innermost after a gap in the indices.
@@ -70,14 +77,17 @@ extension CrashReport {
             if !other.name.isEmpty { header += " \"\(other.name)\"" }
             if other.isMain { header += " (main)" }
             let state = other.state ?? ""
-            if let stack = other.stack {
+            if let stack = other.stack, stack.unwinder == "stack-scan" {
+                header += ": blocks the signal that asks threads to unwind; \(stack.depth) frames found by scanning its stack from the "
+                    + "system call it waits in (may include stale return addresses)"
+            } else if let stack = other.stack {
                 header += ": \(stack.isTruncated ? "innermost \(other.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
             } else {
                 switch state {
                 case "no_answer": header += ": did not unwind itself in time"
                 case "blocked_signal": header += ": blocks the signal that asks threads to unwind"
                 case "exited": header += ": exited during the crash"
-                case "crash_reporter": header += ": the crash reporter's watchdog"
+                case "crash_reporter": header += ": the crash reporter's own (watchdog, uploads, memory sampler)"
                 case "not_asked": header += ": not asked (another handler had taken the signal that asks)"
                 default: header += state.isEmpty ? "" : ": \(state)"
                 }
@@ -158,4 +168,11 @@ func frameLine(_ frame: CrashReport.Frame, moduleWidth: Int) -> String {
 func padded(_ text: String, _ width: Int) -> String {
     let count = text.count
     return count >= width ? text : text + String(repeating: " ", count: width - count)
+}
+
+extension CrashReport {
+    /// "2.1 s" from milliseconds.
+    public static func seconds(_ milliseconds: Int) -> String {
+        String(format: "%.1f s", Double(milliseconds) / 1000)
+    }
 }

@@ -130,6 +130,8 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var customKeys: [CrashRecord.CustomKey] = []
     public var breadcrumbs: [CrashRecord.Breadcrumb] = []
     public var termination: CrashRecord.Termination?
+    public var hang: CrashRecord.Hang?
+    public var terminationAfterHang: CrashRecord.TerminationHang?
     public var nonFatalError: CrashRecord.NonFatalError?
     public var customDataJSON: String?
 

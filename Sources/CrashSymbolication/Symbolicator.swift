@@ -78,6 +78,8 @@ public final class Symbolicator: Symbolicating {
         report.customKeys = record.customKeys
         report.breadcrumbs = record.breadcrumbs
         report.termination = record.termination
+        report.hang = record.hang
+        report.terminationAfterHang = record.terminationAfterHang
         report.nonFatalError = record.nonFatalError
         report.customDataJSON = record.customDataJSON
         return report
@@ -136,6 +138,10 @@ public final class Symbolicator: Symbolicating {
     private func reason(_ record: CrashRecord, _ frames: [CrashReport.Frame]) -> String {
         if let error = record.nonFatalError {
             return "non-fatal: \(error.domain) \(error.code): \(error.message)"
+        }
+        if let hang = record.hang {
+            let lasted = hang.durationMilliseconds.map { "; it resumed after \(CrashReport.seconds($0))" } ?? "; still hung when the process ended"
+            return "hang: \(hang.name) did not respond for \(CrashReport.seconds(hang.ageMilliseconds))\(lasted)"
         }
         if let termination = record.termination {
             switch termination.kind {

@@ -54,7 +54,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Option(help: "Close a connection that sends nothing for this many seconds: idle, or stalled in a request's head or body (default 30; 0: never).")
     var idleTimeout: Int?
 
-    @Option(help: "Connections open at once; past it new ones wait to be accepted (default 512; 0: no limit).")
+    @Option(help: "Connections open at once; at it, the one waiting longest for a request is closed for a new one, and when all are in a request new ones wait to be accepted (default 512; 0: no limit).")
     var maxConnections: Int?
 
     @Option(help: "Delete reports and logs older than this many days; 0 keeps everything (default 30).")

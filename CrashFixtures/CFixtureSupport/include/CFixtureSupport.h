@@ -31,6 +31,8 @@ void cfs_start_idle_threads(int count);
 /// Calls a leaf that keeps no frame (x86_64: rbp untouched, return address at [sp]) and writes to
 /// address 0x10.
 void cfs_call_frameless_leaf(void);
+/// The calling thread's id.
+int cfs_gettid(void);
 /// Installs a SIGTERM handler that calls exit(0), as a service's graceful shutdown might.
 void cfs_exit_zero_on_sigterm(void);
 /// Starts a thread that waits until a record file in `new_directory` begins with '{' (a crash

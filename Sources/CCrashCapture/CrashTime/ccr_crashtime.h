@@ -64,6 +64,10 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
 /// instruction, and is not what the first frame record gives. Async-signal-safe.
 int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *frames, int max, int *depth);
 
+/// Whether `address` lies in a module of the record's table just after a call instruction
+/// (x86_64; always 0 elsewhere): what a return address looks like. Async-signal-safe.
+int ccr_looks_like_return_address(uintptr_t address);
+
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 /// `step_error`: libunwind's error when a step failed (written as `unwind_error`), else 0.

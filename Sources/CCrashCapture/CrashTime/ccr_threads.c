@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,14 +60,28 @@ static void stay_until_the_process_ends(void) {
     for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
 }
 
+static void answer(void *ucontext);
+
 void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     (void)signo;
     int saved_errno = errno;
-    if (!atomic_load(&ccr_threads.active) || ucontext == NULL ||
+    int mode = atomic_load(&ccr_threads.active);
+    if (!mode || ucontext == NULL ||
         (info && (info->si_code != SI_TKILL || info->si_pid != ccr_global.pid))) {
         errno = saved_errno;
-        return;   // not ours: only the crashing thread of this process asks, with tgkill
+        return;   // not ours: only the crashing thread (or the hang monitor) of this process asks, with tgkill
     }
+    atomic_fetch_add(&ccr_threads.in_answer, 1);
+    answer(ucontext);
+    atomic_fetch_sub(&ccr_threads.in_answer, 1);
+    // At a crash the thread stays (see stay_until_the_process_ends); for a hang it goes back to
+    // what it was doing, like after a profiler's signal.
+    if (mode == CCR_COLLECTING_CRASH || atomic_load(&ccr_threads.active) == CCR_COLLECTING_CRASH) stay_until_the_process_ends();
+    errno = saved_errno;
+}
+
+/// Unwinds the calling thread into its slot, if it has one. Async-signal-safe.
+static void answer(void *ucontext) {
     int tid = ccr_gettid();
     ccr_thread_slot *slot = NULL;
     int asked = ccr_threads.asked;
@@ -81,10 +96,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
         slot = NULL;
     }
     int expected = CCR_SLOT_ASKED;
-    if (slot == NULL || !atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_FP)) {
-        errno = saved_errno;
-        return;
-    }
+    if (slot == NULL || !atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_FP)) return;
     const ucontext_t *uc = (const ucontext_t *)ucontext;
 #if defined(__x86_64__)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
@@ -109,8 +121,6 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
         atomic_fetch_add(&ccr_threads.answers, 1);
         syscall(SYS_futex, &ccr_threads.answers, (long)FUTEX_WAKE_PRIVATE, 1L, NULL, NULL, 0L);
     }
-    stay_until_the_process_ends();
-    errno = saved_errno;
 }
 
 // MARK: - The crashing side
@@ -232,6 +242,68 @@ static const char *state_name(int listed_state, int slot_state) {
     }
 }
 
+static uintptr_t scan_frames[CCR_THREAD_FRAMES_MAX];
+static uintptr_t scan_words[64];
+
+/// A hexadecimal field ("0x7ffd…") at `*p`, moving past it. Async-signal-safe.
+static uintptr_t parse_hex(const char **p) {
+    const char *q = *p;
+    if (q[0] == '0' && q[1] == 'x') q += 2;
+    uintptr_t value = 0;
+    for (;; q++) {
+        int digit;
+        if (*q >= '0' && *q <= '9') digit = *q - '0';
+        else if (*q >= 'a' && *q <= 'f') digit = *q - 'a' + 10;
+        else break;
+        value = (value << 4) | (uintptr_t)digit;
+    }
+    *p = q;
+    return value;
+}
+
+/// A thread that cannot be asked (it blocks the signal: libdispatch's workers, which run Swift's
+/// cooperative pool, block every signal): while it waits in a system call the kernel gives its
+/// stack pointer and pc in /proc/self/task/TID/syscall ("nr a1…a6 sp pc"); the words above sp
+/// that look like return addresses (in a module, after a call) are its callers, as a stack scan
+/// finds them (possibly with stale ones: the stack line says "stack-scan"). Returns the frames
+/// found, 0 when it was not in a system call. Async-signal-safe: open, read, process_vm_readv.
+static int scan_blocked_thread(int tid, int max) {
+    char path[64], text[256];
+    task_path(path, tid, "syscall");
+    int n = read_small_file(path, text, sizeof text);
+    if (n <= 0 || !((text[0] >= '0' && text[0] <= '9') || text[0] == '-')) return 0;   // "running"
+    // The last two fields are sp and pc.
+    const char *fields[9];
+    int count = 0;
+    for (const char *p = text; *p && count < 9;) {
+        while (*p == ' ') p++;
+        if (!*p || *p == '\n') break;
+        fields[count++] = p;
+        while (*p && *p != ' ' && *p != '\n') p++;
+    }
+    if (count < 3) return 0;
+    const char *p = fields[count - 2];
+    uintptr_t sp = parse_hex(&p);
+    p = fields[count - 1];
+    uintptr_t pc = parse_hex(&p);
+    if (sp == 0 || pc == 0) return 0;
+    int kept = 0;
+    scan_frames[kept++] = pc;
+    uintptr_t at = sp & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+    for (int chunk = 0; chunk < 64 && kept < max; chunk++) {   // at most 32 KiB of stack
+        struct iovec local = {.iov_base = scan_words, .iov_len = sizeof scan_words};
+        struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof scan_words};
+        long got = syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L);
+        if (got <= 0) break;
+        for (long i = 0; i < got / (long)sizeof(uintptr_t) && kept < max; i++) {
+            if (ccr_looks_like_return_address(scan_words[i])) scan_frames[kept++] = scan_words[i];
+        }
+        if (got < (long)sizeof scan_words) break;   // the end of the stack's mapping
+        at += (uintptr_t)got;
+    }
+    return kept;
+}
+
 /// Writes one thread section; returns 1 when the thread answered with a complete walk.
 /// Async-signal-safe.
 static int write_thread(ccr_writer *w, const listed_thread *t) {
@@ -259,6 +331,14 @@ static int write_thread(ccr_writer *w, const listed_thread *t) {
     ccr_writer_text(w, ",\"crashed\":false,\"state\":");
     ccr_writer_json_string(w, state_name(t->state, slot_state), 32);
     ccr_writer_text(w, "}\n");
+    if (t->state == LISTED_BLOCKED || t->state == LISTED_NOT_ASKED) {
+        int scanned = scan_blocked_thread(t->tid, ccr_threads.frames);
+        if (scanned > 0) {
+            ccr_record_write_frames(w, scan_frames, scanned);
+            ccr_record_write_stack(w, "stack-scan", scanned, scanned, 1, 0);
+        }
+        return 0;
+    }
     if (slot == NULL) return 0;
     if (slot_state == CCR_SLOT_LU_DONE) {
         ccr_record_write_frames(w, slot->lu_frames, slot->lu_count);
@@ -286,8 +366,47 @@ static int still_pending(int state) {
     return state == CCR_SLOT_ASKED || state == CCR_SLOT_WRITING_FP || state == CCR_SLOT_FP_DONE || state == CCR_SLOT_WRITING_LU;
 }
 
+static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_ns, int mode, int first_tid);
+
 void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     if (!ccr_threads.enabled) return;
+    // A hang capture may hold the slots: give it a moment (it is bounded), then take them anyway;
+    // it sees the crash and abandons its record.
+    int expected = 0;
+    for (int i = 0; i < 300 && !atomic_compare_exchange_strong(&ccr_threads.collecting, &expected, 1); i++) {
+        expected = 0;
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+        nanosleep(&pause, NULL);
+    }
+    atomic_store(&ccr_threads.collecting, 1);
+    collect_and_write(w, crashed_tid, started_ns, CCR_COLLECTING_CRASH, 0);
+}
+
+int ccr_threads_begin_hang_capture(void) {
+    if (!ccr_threads.enabled || atomic_load(&ccr_threads.hang_unusable) || atomic_load(&ccr_global.crashing_tid) != 0) return -1;
+    int expected = 0;
+    return atomic_compare_exchange_strong(&ccr_threads.collecting, &expected, 1) ? 0 : -1;
+}
+
+int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid) {
+    collect_and_write(w, ccr_gettid(), ccr_now_ns(CLOCK_MONOTONIC), CCR_COLLECTING_HANG, hung_tid);
+    int crashed = atomic_load(&ccr_threads.active) == CCR_COLLECTING_CRASH || atomic_load(&ccr_global.crashing_tid) != 0;
+    if (crashed) return -1;   // a crash took over: the process is ending, the crash record is what matters
+    // The slots are reused by the next capture: every thread must be out of its handler first.
+    // One still in libunwind after the wait would write into a slot armed again; if that can
+    // happen, hang captures stop asking threads for the rest of the process.
+    int left = 0;
+    for (int i = 0; i < 1000 && (left = atomic_load(&ccr_threads.in_answer)) > 0; i++) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+        nanosleep(&pause, NULL);
+    }
+    if (left > 0) atomic_store(&ccr_threads.hang_unusable, 1);
+    atomic_store(&ccr_threads.active, 0);
+    atomic_store(&ccr_threads.collecting, 0);
+    return 0;
+}
+
+static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_ns, int mode, int first_tid) {
     uint64_t began = ccr_now_ns(CLOCK_MONOTONIC);
     int total = 0;
     int count = list_threads(crashed_tid, &total);
@@ -324,7 +443,8 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
         }
     }
     ccr_threads.asked = asked;
-    atomic_store(&ccr_threads.active, 1);
+    // A crash during a hang capture wins: its mode, once stored, is never lowered here.
+    if (mode == CCR_COLLECTING_CRASH || atomic_load(&ccr_threads.active) != CCR_COLLECTING_CRASH) atomic_store(&ccr_threads.active, mode);
     for (int i = 0; i < count; i++) {
         listed_thread *t = &listed[i];
         if (t->state != LISTED_ASKED) continue;
@@ -359,8 +479,10 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     uint64_t waited = ccr_now_ns(CLOCK_MONOTONIC) - now;   // from the last signal sent
 
     int answered = 0;
-    for (int i = 0; i < count; i++) answered += write_thread(w, &listed[i]);
-    atomic_store(&ccr_threads.active, 0);
+    // A hang record's first thread is the one that stopped beating: the record's main thread.
+    for (int i = 0; i < count; i++) if (first_tid && listed[i].tid == first_tid) answered += write_thread(w, &listed[i]);
+    for (int i = 0; i < count; i++) if (!first_tid || listed[i].tid != first_tid) answered += write_thread(w, &listed[i]);
+    if (mode == CCR_COLLECTING_CRASH) atomic_store(&ccr_threads.active, 0);
 
     ccr_writer_text(w, "{\"type\":\"threads\"");
     ccr_writer_key(w, "total", 0);

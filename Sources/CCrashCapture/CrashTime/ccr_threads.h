@@ -53,14 +53,30 @@ typedef struct ccr_threads_state {
     int limit;               // other threads listed at most
     int frames;              // frames kept per other thread
     int wait_ms;             // longest total wait for answers
-    atomic_int active;       // 1 while the crashing thread collects answers
+    atomic_int active;       // CCR_COLLECTING_* while answers are collected, else 0
     int asked;               // slots armed in this collection
     atomic_int answers;      // bumped (then a futex wake) each time a thread finishes its answer
     atomic_int reporter_tids[CCR_REPORTER_THREADS];   // this library's own threads: listed, never asked
+    atomic_int collecting;   // 1 while a crash or a hang capture owns the slots
+    atomic_int in_answer;    // threads inside ccr_threads_answer's unwinding
+    atomic_int hang_unusable;   // a thread outlived a hang capture's wait: no more hang captures
     ccr_thread_slot slots[CCR_THREADS_MAX];
 } ccr_threads_state;
 
 extern ccr_threads_state ccr_threads;
+
+/// What the asking thread is collecting for (ccr_threads.active).
+enum { CCR_COLLECTING_CRASH = 1, CCR_COLLECTING_HANG = 2 };
+
+/// Takes the slots for a hang capture: 0, or -1 when threads are off, a crash is in progress,
+/// another capture holds them, or an earlier capture's threads did not leave in time.
+int ccr_threads_begin_hang_capture(void);
+/// For a hang report, from the hang monitor's thread (not a crash), after
+/// ccr_threads_begin_hang_capture: lists and asks every other thread as a crash does, writes the
+/// thread sections with `hung_tid`'s first, lets the threads go back to their work and releases
+/// the slots. Returns 0, or -1 when a crash began meanwhile (the slots stay the crash's).
+/// Async-signal-safe calls only, but meant for a normal thread.
+int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid);
 
 /// The real-time signal's SA_SIGINFO handler: unwinds the calling thread from `ucontext` into its
 /// slot, frame pointers first, then libunwind. Returns at once when no collection is under way or

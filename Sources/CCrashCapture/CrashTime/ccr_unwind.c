@@ -206,7 +206,7 @@ static int read_word(uintptr_t address, uintptr_t *out) {
 /// Whether `address` is in a module of the crash's table and the bytes before it are a call
 /// instruction (x86_64: e8 rel32, or ff /2 in its 2, 3, 4, 6 and 7-byte forms, prefixes aside):
 /// what a return address pushed by a call looks like. Async-signal-safe.
-static int looks_like_return_address(uintptr_t address) {
+int ccr_looks_like_return_address(uintptr_t address) {
 #if defined(__x86_64__)
     const ccr_module *table = NULL;
     int count = ccr_modules_written(&table), inside = 0;
@@ -243,7 +243,7 @@ int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uin
         uintptr_t at_sp = 0, first_return = 0;
         if (read_word(sp, &at_sp) == 0 && at_sp != 0 && at_sp != pc &&
             (fp == 0 || read_word(fp + sizeof(uintptr_t), &first_return) != 0 || first_return != at_sp) &&
-            looks_like_return_address(at_sp)) {
+            ccr_looks_like_return_address(at_sp)) {
             frames[kept++] = at_sp;
         }
     }

@@ -59,6 +59,15 @@ int ccr_thread_capture_signal(void);
 /// the watchdog. At most 8; later calls are ignored. Lock-free.
 void ccr_threads_mark_reporter(void);
 
+/// The calling thread's id (gettid(2)). Async-signal-safe.
+int ccr_gettid(void);
+
+/// A hang report's body into `fd` (the caller wrote the header and hang lines): the module table
+/// and every thread's stack, `hung_tid`'s first, each thread asked to unwind itself as at a crash
+/// and then let go. 0, or -1 when threads are not captured, a crash began, or another capture
+/// holds the slots. `elapsed_ns` gets how long it took. For the hang monitor's thread.
+int ccr_write_hang_record(int fd, int hung_tid, uint64_t *elapsed_ns);
+
 /// Gives the calling thread an alternate signal stack if it has none (threads created after
 /// install get one automatically). Returns 0 on success. Not async-signal-safe: calls mmap.
 int ccr_ensure_alternate_signal_stack(void);

@@ -42,6 +42,10 @@ public enum CrashReporter {
         /// launch, the crash-sender uploads the record while the crashed process waits, bounded.
         /// See `DeliveryAtCrash`.
         public var deliveryAtCrash: DeliveryAtCrash?
+        /// Hang detection (off by default): heartbeats (`CrashReporter.heartbeat(named:)`, the
+        /// server integrations' event loops, the cooperative pool) that stop for longer than the
+        /// threshold make a hang report with every thread's stack. See `HangDetection`.
+        public var hangs: HangDetection?
 
         public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
                     appName: String? = nil, buildNumber: String = "", environment: String = "production",
@@ -101,12 +105,14 @@ public enum CrashReporter {
         var uploader: Uploader?
         var directory: ReportsDirectory?
         var previousLaunch = LaunchFile.Previous()
+        var hangMonitor: HangMonitor?
     }
 
     /// This library's version, sent with every payload.
     public static let version = "0.5.0"
 
     static func uploader() -> Uploader? { state.withLock { $0.uploader } }
+    static func hangMonitor() -> HangMonitor? { state.withLock { $0.hangMonitor } }
     static func reportsDirectoryValue() -> ReportsDirectory? { state.withLock { $0.directory } }
     static func launchInfo() -> LaunchFile.Previous { state.withLock { $0.previousLaunch } }
     static func breadcrumbMark() -> UInt64 { ccr_breadcrumb_total() }
@@ -167,6 +173,9 @@ public enum CrashReporter {
                 uploader.run(recovery: recovery)
             }
             state.uploader = uploader
+            if let hangs = configuration.hangs, let context = state.context {
+                state.hangMonitor = startHangMonitor(hangs, context: context, uploader: uploader)
+            }
             state.directory = directory
             state.started = true
             state.configuration = configuration

@@ -213,13 +213,15 @@ enum SentryEvent {
     static func level(of kind: String?) -> String {
         switch kind {
         case "crash", "abnormal_termination": return "fatal"
-        case "non_fatal": return "error"
+        case "non_fatal", "hang": return "error"
         default: return "info"
         }
     }
 
     static func exception(_ entry: DiagnosticsPayload.CrashReportEntry) -> [String: Any] {
-        var mechanism: [String: Any] = ["type": entry.kind == "crash" ? "signalhandler" : "generic", "handled": entry.kind != "crash"]
+        // A hang is Sentry's "AppHang" (its iOS and watchdog reports' mechanism), not handled by the app.
+        var mechanism: [String: Any] = ["type": entry.kind == "crash" ? "signalhandler" : entry.kind == "hang" ? "AppHang" : "generic",
+                                        "handled": entry.kind != "crash" && entry.kind != "hang"]
         if let signal = entry.signal {
             mechanism["meta"] = ["signal": ["number": signal.number, "code": signal.code, "name": signal.name, "code_name": signal.code_name]]
         }

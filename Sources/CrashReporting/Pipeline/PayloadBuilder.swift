@@ -59,6 +59,7 @@ struct PayloadBuilder {
     static func kind(of record: CrashRecord) -> String {
         if record.nonFatalError != nil { return "non_fatal" }
         if record.termination != nil { return "abnormal_termination" }
+        if record.hang != nil { return "hang" }
         if record.diagnosticsTrigger != nil { return "diagnostics" }
         return "crash"
     }
@@ -101,7 +102,8 @@ struct PayloadBuilder {
             }
         } && usedImages.filter { appModules.contains(fileName(of: $0.path)) }.allSatisfy(\.hasDebugInfo)
 
-        let type: String, message: String
+        let type: String
+        var message: String
         switch kind {
         case "non_fatal":
             let error = record.nonFatalError!
@@ -118,6 +120,12 @@ struct PayloadBuilder {
             default:
                 message = "The process ended without a clean exit or a crash record (SIGKILL, the OOM killer, power loss)"
             }
+        case "hang":
+            let hang = record.hang!
+            type = "hang"
+            let lasted = hang.durationMilliseconds.map { "; it resumed after \(CrashReport.seconds($0))" }
+                ?? "; still hung when the process ended"
+            message = "\(hang.name) did not respond for \(CrashReport.seconds(hang.ageMilliseconds))\(lasted)"
         case "diagnostics":
             (type, message) = ("diagnostics", "Diagnostics snapshot (\(record.diagnosticsTrigger ?? "manual"))")
         default:
@@ -125,6 +133,9 @@ struct PayloadBuilder {
             // The reason reads "SIGSEGV: invalid memory access…" as a headline; the entry has the
             // type in its own field.
             message = report.reason.hasPrefix(type + ": ") ? String(report.reason.dropFirst(type.count + 2)) : report.reason
+        }
+        if kind == "abnormal_termination", let afterHang = record.terminationAfterHang {
+            message += ", after \(afterHang.name) stopped responding (hang report \(afterHang.reportID))"
         }
         let thread = DiagnosticsPayload.ThreadInfo(
             id: Int(report.crashedThread.id), name: report.crashedThread.name, crashed: kind == "crash",

@@ -59,7 +59,7 @@ struct SessionRecovery {
                 if !FileManager.default.fileExists(atPath: record) {
                     // The memory sampler's sidecar tells an OOM kill from another SIGKILL.
                     let memory = MemoryVerdict.classify(sidecar: path + ".memory")
-                    var prefix = header(info, termination: memory.kind)
+                    var prefix = header(info, termination: memory.kind, afterHang: unresolvedHang(ofSession: id))
                     prefix.append(Data(memory.lines.map { $0 + "\n" }.joined().utf8))
                     guard rewrite(record, prefix: prefix, session: path) else { continue }
                 }
@@ -120,14 +120,37 @@ struct SessionRecovery {
             || text.contains(#"{"type":"custom_data""#)
     }
 
-    private func header(_ info: ccr_session_info, termination: String) -> Data {
+    /// A hang report of this session that never got its end (the process died during the hang):
+    /// its heartbeat's name and its id. Reads the first lines of each record in pending/.
+    private func unresolvedHang(ofSession id: String) -> (name: String, reportID: String)? {
+        let marker = #""session":"# + CrashReporter.quoted(id) + "}"
+        for name in directory.records(in: directory.pendingFolder) {
+            let path = directory.pendingFolder + "/" + name
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            guard fd >= 0 else { continue }
+            var head = [UInt8](repeating: 0, count: 2048)
+            let count = read(fd, &head, head.count)
+            close(fd)
+            guard count > 0 else { continue }
+            let text = String(decoding: head[0..<count], as: UTF8.self)
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(#"{"type":"hang""#) && $0.hasSuffix(marker) }),
+                  let whole = try? String(contentsOfFile: path, encoding: .utf8), !whole.contains(#"{"type":"hang_end""#),
+                  let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                  let hangName = object["name"] as? String else { continue }
+            return (hangName, String(name.dropLast(".crash".count)))
+        }
+        return nil
+    }
+
+    private func header(_ info: ccr_session_info, termination: String, afterHang: (name: String, reportID: String)? = nil) -> Data {
         func text<T>(_ tuple: T) -> String {
             withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         }
         let lines = [
             CrashReporter.recordHeader(id: text(info.session_id), appID: text(info.app_id), appVersion: text(info.app_version),
                                        pid: info.pid, timestampNanoseconds: info.started_ns),
-            #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(CrashReporter.wallClockNanoseconds())}"#,
+            #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(CrashReporter.wallClockNanoseconds())"#
+                + (afterHang.map { #","after_hang":\#(CrashReporter.quoted($0.name)),"after_hang_report":\#(CrashReporter.quoted($0.reportID))"# } ?? "") + "}",
         ]
         return Data((lines.joined(separator: "\n") + "\n").utf8)
     }

@@ -50,6 +50,8 @@ public enum CollectorServer {
             let authorization = head.headerFields[.authorization]
             return path == "/api/logs" ? ingest.mayPostLogs(authorization: authorization) : ingest.isAuthorized(authorization)
         }
+        /// Connections waiting for a request head: at the cap, the oldest is closed for a new one.
+        let waiting = WaitingConnections()
         var services: [any Service] = []
         if configuration.retentionDays > 0 {
             services.append(RetentionService(store: store, days: configuration.retentionDays, logger: logger))
@@ -63,12 +65,14 @@ public enum CollectorServer {
             // The idle time-out closes a connection that sends nothing for that long: between
             // requests, in the middle of a request's head (slowloris), or between body chunks.
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [ExpectContinueHandler(mayReadBody: uploadMayReadBody)],
+                additionalChannelHandlers: [ExpectContinueHandler(mayReadBody: uploadMayReadBody),
+                                            WaitingConnectionHandler(connections: waiting)],
                 idleTimeout: configuration.idleTimeout.map { .nanoseconds(Int64($0.components.seconds) * 1_000_000_000
                     + $0.components.attoseconds / 1_000_000_000) })),
             configuration: .init(address: .hostname(host, port: port), serverName: "crash-collector",
                                  availableConnectionsDelegate: configuration.maxConnections > 0
-                                    ? MaximumAvailableConnections(configuration.maxConnections, logger: logger) : nil),
+                                    ? SheddingMaximumConnections(configuration.maxConnections, waiting: waiting,
+                                                                 logger: logger) : nil),
             services: services,
             onServerRunning: { channel in
                 if let bound = channel.localAddress?.port { address.set(port: bound) }

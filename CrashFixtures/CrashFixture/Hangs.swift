@@ -1,0 +1,87 @@
+// Hang fixture modes (Configuration.hangs, threshold 300 ms): a worker thread that beats a
+// heartbeat, then blocks in a known function; the cooperative pool starved by blocking tasks.
+import CFixtureSupport
+import CrashReporting
+import Foundation
+import Glibc
+
+enum HangMode: String, CaseIterable {
+    /// A worker beats "worker", blocks 1.5 s in `blockedInHang()`, beats again; exits once the hang
+    /// report is in pending/. Prints "worker-tid <tid>".
+    case hangThenResume = "hang-then-resume"
+    /// The same worker blocks for good; prints "hung" once the hang report is in new/, then waits to be killed.
+    case hangThenWaitForKill = "hang-then-wait-for-kill"
+    /// Every cooperative pool thread blocks 1.5 s in `blockPoolThread()`; exits once the pool's
+    /// hang report is in pending/.
+    case poolStarvation = "pool-starvation"
+}
+
+/// Sleeps until `seconds` have passed, whatever interrupts it (a hang capture's signal cuts a
+/// nanosleep short, as any signal does).
+@inline(never) func sleepThrough(_ seconds: Double) {
+    let deadline = monotonicNanoseconds() + UInt64(seconds * 1e9)
+    while monotonicNanoseconds() < deadline { usleep(10_000) }
+}
+
+@inline(never) func blockedInHang(forever: Bool) {
+    repeat { sleepThrough(1.5) } while forever
+    sink &+= 1
+}
+
+/// Pool threads block every signal: one long sleep, so that a capture finds them in it.
+@inline(never) func blockPoolThread() {
+    var request = timespec(tv_sec: 1, tv_nsec: 500_000_000)
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    sink &+= 1
+}
+
+private func records(in folder: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".crash") }
+}
+
+/// Waits (bounded) until a file in `folder` contains `text`.
+private func waitForRecord(in folder: String, containing text: String) -> Bool {
+    for _ in 0..<3000 {
+        for name in records(in: folder) {
+            if let contents = try? String(contentsOfFile: folder + "/" + name, encoding: .utf8), contents.contains(text) { return true }
+        }
+        usleep(10_000)
+    }
+    return false
+}
+
+func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
+    var configuration = fixtureConfiguration(reportsDirectory)
+    configuration.hangs = .init(threshold: .milliseconds(300), watchesCooperativePool: mode == .poolStarvation)
+    try! CrashReporter.start(configuration)
+    CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
+    CrashReporter.log("before the hang")
+    switch mode {
+    case .hangThenResume, .hangThenWaitForKill:
+        let heartbeat = CrashReporter.heartbeat(named: "worker")
+        let worker = Thread {
+            say("worker-tid \(gettidNumber())")
+            for _ in 0..<5 { heartbeat.beat(); usleep(20_000) }
+            heartbeat.beat()
+            blockedInHang(forever: mode == .hangThenWaitForKill)
+            for _ in 0..<20 { heartbeat.beat(); usleep(20_000) }
+        }
+        worker.start()
+        if mode == .hangThenWaitForKill {
+            guard waitForRecord(in: reportsDirectory + "/new", containing: #""type":"end""#) else { say("no hang report"); exit(3) }
+            say("hung")
+            while true { pause() }
+        }
+    case .poolStarvation:
+        let pool = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+        for _ in 0..<pool {
+            Task.detached { blockPoolThread() }
+        }
+    }
+    guard waitForRecord(in: reportsDirectory + "/pending", containing: #""type":"hang_end""#) else { say("no resolved hang report"); exit(3) }
+    say("hang-done")
+    exit(0)
+}
+
+func gettidNumber() -> Int32 { cfs_gettid() }

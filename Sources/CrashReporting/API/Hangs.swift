@@ -1,0 +1,188 @@
+// Hang detection (Configuration.hangs, off by default; Docs/Decisions/0029). Whatever must keep
+// moving — a NIO event loop, the cooperative pool, a worker thread — beats a `Heartbeat`; a
+// monitor thread looks every threshold/4 and, when one has not beaten for the threshold, writes a
+// hang report: every thread's stack (each thread asked to unwind itself, as at a crash, then let
+// go), the one that last beat it first, with the session's breadcrumbs. The report waits in new/
+// while the hang lasts; when the heartbeat comes back it gets the hang's duration and goes to
+// pending/ to be sent. A process that ends during the hang (a liveness probe's SIGKILL) leaves it
+// in new/, from where the next launch sends it as unresolved, and that launch's abnormal
+// termination names it.
+import CCrashCapture
+import CrashReportModel
+import Foundation
+import Glibc
+import Synchronization
+
+extension CrashReporter {
+    /// Hang detection: off unless set. The monitor is one thread that sleeps between looks.
+    public struct HangDetection: Sendable, Equatable {
+        /// A heartbeat older than this is a hang (default 2 s).
+        public var threshold: Duration
+        /// Also watch Swift's cooperative pool: a task beats a heartbeat named "cooperative pool";
+        /// when every pool thread is blocked, it stops.
+        public var watchesCooperativePool: Bool
+
+        public init(threshold: Duration = .seconds(2), watchesCooperativePool: Bool = true) {
+            self.threshold = threshold
+            self.watchesCooperativePool = watchesCooperativePool
+        }
+    }
+
+    /// Something that must keep moving. Call `beat()` from the thread or event loop it stands for,
+    /// more often than the threshold (a quarter of it is a good period); `stop()` when it ends.
+    public final class Heartbeat: Sendable {
+        public let name: String
+        let lastBeat = Atomic<UInt64>(0)
+        let thread = Atomic<Int32>(0)
+        let stopped = Atomic<Bool>(false)
+
+        init(name: String) {
+            self.name = name
+            beat()
+        }
+
+        /// Lock-free: two relaxed stores.
+        public func beat() {
+            lastBeat.store(HangMonitor.now(), ordering: .relaxed)
+            thread.store(ccr_gettid(), ordering: .relaxed)
+        }
+
+        public func stop() { stopped.store(true, ordering: .relaxed) }
+    }
+
+    /// A heartbeat the hang monitor watches (when `Configuration.hangs` is set; otherwise nobody
+    /// does, and beating it costs two stores).
+    public static func heartbeat(named name: String) -> Heartbeat {
+        let heartbeat = Heartbeat(name: name)
+        hangMonitor()?.add(heartbeat)
+        return heartbeat
+    }
+
+    static func startHangMonitor(_ detection: HangDetection, context: ReportingContext, uploader: Uploader) -> HangMonitor {
+        let monitor = HangMonitor(detection: detection, context: context, uploader: uploader)
+        monitor.start()
+        return monitor
+    }
+}
+
+final class HangMonitor: Sendable {
+    let threshold: UInt64
+    let interval: Duration
+    let context: CrashReporter.ReportingContext
+    let uploader: Uploader
+    let watchesPool: Bool
+    private let heartbeats = Mutex<[CrashReporter.Heartbeat]>([])
+
+    init(detection: CrashReporter.HangDetection, context: CrashReporter.ReportingContext, uploader: Uploader) {
+        let components = max(detection.threshold, .milliseconds(100)).components
+        threshold = UInt64(components.seconds) * 1_000_000_000 + UInt64(components.attoseconds / 1_000_000_000)
+        interval = max(detection.threshold / 4, .milliseconds(25))
+        self.context = context
+        self.uploader = uploader
+        watchesPool = detection.watchesCooperativePool
+    }
+
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    func add(_ heartbeat: CrashReporter.Heartbeat) {
+        heartbeats.withLock { $0.append(heartbeat) }
+    }
+
+    func start() {
+        _ = BackgroundWork { [self] in
+            ccr_threads_mark_reporter()   // listed at a crash or a hang, never asked
+            run()
+        }
+        if watchesPool {
+            let heartbeat = CrashReporter.Heartbeat(name: "cooperative pool")
+            add(heartbeat)
+            let period = interval
+            Task.detached(priority: .utility) {
+                while true {
+                    heartbeat.beat()
+                    try? await Task.sleep(for: period)
+                }
+            }
+        }
+    }
+
+    /// A hang being reported: its record in new/ (locked, open) until the heartbeat returns.
+    private struct OpenHang {
+        var fd: Int32
+        var id: String
+        var lastBeat: UInt64
+    }
+
+    private func run() {
+        var open: [ObjectIdentifier: OpenHang] = [:]
+        while true {
+            sleep(interval)
+            let now = Self.now()
+            for heartbeat in heartbeats.withLock({ $0 }) {
+                let key = ObjectIdentifier(heartbeat)
+                let last = heartbeat.lastBeat.load(ordering: .relaxed)
+                if let hang = open[key] {
+                    if last != hang.lastBeat {   // it beat again: the hang is over
+                        finish(hang, duration: last &- hang.lastBeat)
+                        open[key] = nil
+                    }
+                    continue
+                }
+                guard !heartbeat.stopped.load(ordering: .relaxed), now > last, now - last >= threshold else { continue }
+                if let hang = begin(heartbeat, lastBeat: last, age: now - last) { open[key] = hang }
+            }
+        }
+    }
+
+    private func sleep(_ duration: Duration) {
+        let c = duration.components
+        var request = timespec(tv_sec: Int(c.seconds), tv_nsec: Int(c.attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+
+    /// Writes the hang record into new/: header, session, hang, the module table and every
+    /// thread (the hung one first), the session's breadcrumbs and keys, end. Kept open and locked.
+    private func begin(_ heartbeat: CrashReporter.Heartbeat, lastBeat: UInt64, age: UInt64) -> OpenHang? {
+        var idBuffer = [CChar](repeating: 0, count: 37)
+        ccr_make_record_id(&idBuffer)
+        let id = String(decoding: idBuffer.prefix(36).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let path = context.newFolder + "/" + id + ".crash"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return nil }
+        flock(fd, LOCK_EX | LOCK_NB)   // held while the hang lasts: another process's start leaves it in new/
+        let tid = heartbeat.thread.load(ordering: .relaxed)
+        let q = CrashReporter.quoted
+        let lines = [
+            #"{"format":"swift-crash-reporting.crash-record","version":2,"id":\#(q(id)),"app_id":\#(q(context.appID)),"app_version":\#(q(context.appVersion)),"pid":\#(getpid()),"timestamp_ns":\#(CrashReporter.wallClockNanoseconds()),"arch":"\#(CrashReporter.architecture)"}"#,
+            #"{"type":"session","id":\#(q(context.sessionID))}"#,
+            #"{"type":"hang","name":\#(q(heartbeat.name)),"tid":\#(tid),"threshold_ms":\#(threshold / 1_000_000),"age_ms":\#(age / 1_000_000),"session":\#(q(context.sessionID))}"#,
+        ]
+        var elapsed: UInt64 = 0
+        var ok = CrashReporter.writeAll(fd, lines.joined(separator: "\n") + "\n") && ccr_write_hang_record(fd, tid, &elapsed) == 0
+        if ok, let session = context.sessionPath {
+            ok = ccr_session_export(session, fd) == 0
+        }
+        ok = ok && CrashReporter.writeAll(fd, #"{"type":"end","hang_capture_ns":\#(elapsed)}"# + "\n") && fsync(fd) == 0
+        guard ok else {
+            close(fd)
+            unlink(path)
+            return nil
+        }
+        CrashReporter.warn("\(heartbeat.name) has not responded for \(CrashReport.seconds(Int(age / 1_000_000))): hang report \(id)")
+        return OpenHang(fd: fd, id: id, lastBeat: lastBeat)
+    }
+
+    /// The heartbeat came back: the record gets the hang's duration and goes to pending/.
+    private func finish(_ hang: OpenHang, duration: UInt64) {
+        _ = CrashReporter.writeAll(hang.fd, #"{"type":"hang_end","duration_ms":\#(duration / 1_000_000)}"# + "\n")
+        fsync(hang.fd)
+        close(hang.fd)
+        rename(context.newFolder + "/" + hang.id + ".crash", context.pendingFolder + "/" + hang.id + ".crash")
+        uploader.wake()
+    }
+}

@@ -1,0 +1,110 @@
+// Hang detection (Configuration.hangs): fixtures whose heartbeat stops (threshold 300 ms), as
+// subprocesses. Durations are asserted only as lower bounds the fixture guarantees (a worker that
+// beat, slept 1.5 s, then beat again).
+import CrashReportModel
+import CrashTestSupport
+import Foundation
+import Glibc
+import Testing
+
+@Suite("Hangs")
+struct HangTests {
+    func workerTID(_ output: String) -> Int32? {
+        output.split(separator: "\n").first { $0.hasPrefix("worker-tid ") }.flatMap { Int32($0.dropFirst("worker-tid ".count)) }
+    }
+
+    @Test("a worker blocked past the threshold: a hang report with its stack first, every other thread, the breadcrumbs, and the hang's duration once it beats again", arguments: BuildConfiguration.allCases)
+    func hangThenResume(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("hang-then-resume", configuration)
+        #expect(run.exitStatus == 0, "stdout: \(run.standardOutput) stderr: \(run.standardError.prefix(800))")
+        let worker = try #require(workerTID(run.standardOutput))
+        let record = try run.onlyRecord()
+        let hang = try #require(record.hang)
+        #expect(hang.name == "worker")
+        #expect(hang.threadID == worker)
+        #expect(record.thread?.id == worker, "the hung thread is the record's first")
+        #expect(hang.ageMilliseconds >= 300)
+        #expect((hang.durationMilliseconds ?? 0) >= 1500, "it slept 1.5 s between two beats: \(String(describing: hang.durationMilliseconds))")
+        #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+        #expect(record.otherThreads.contains { $0.thread.isMain && $0.state == "answered" && !$0.frames.isEmpty })
+        #expect(record.breadcrumbs.contains { $0.message == "before the hang" })
+        #expect(record.signal == nil)
+        let frames = try LLVMSymbolizer.symbolize(record)
+        _ = checkOrder(["sleepThrough", "blockedInHang"], in: frames)
+        let (status, text, _) = try crashtool(["symbolicate", run.pendingRecords[0].path])
+        #expect(status == 0)
+        #expect(text.contains("Hang:      worker did not respond for"), "crashtool: \(text.prefix(600))")
+        #expect(text.contains("Hung thread \(worker)"))
+    }
+
+    @Test("a process killed during a hang (a liveness probe): the next launch sends the hang as unresolved and its abnormal termination names it")
+    func hangThenKill() throws {
+        let directory = temporaryFolder("hang-kill")
+        let process = Process()
+        process.executableURL = BuildConfiguration.debug.fixtureURL
+        process.arguments = ["hang-then-wait-for-kill", directory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // "hung" once the report is whole in new/ (the fixture waits for it, bounded).
+        var output = Data()
+        while !String(decoding: output, as: UTF8.self).contains("hung\n") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            output.append(chunk)
+        }
+        #expect(String(decoding: output, as: UTF8.self).contains("hung"), "fixture said: \(String(decoding: output, as: UTF8.self))")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+
+        let relaunch = try FixtureRun.run("relaunch", .debug, reportsDirectory: directory)
+        #expect(relaunch.standardOutput.contains("processed"))
+        let records = try relaunch.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        let hangRecord = try #require(records.first { $0.hang != nil }, "records: \(relaunch.pendingRecords.map(\.lastPathComponent))")
+        #expect(hangRecord.hang?.name == "worker")
+        #expect(hangRecord.hang?.durationMilliseconds == nil, "never resumed")
+        let termination = try #require(records.first { $0.termination != nil })
+        #expect(termination.terminationAfterHang?.name == "worker")
+        #expect(termination.terminationAfterHang?.reportID == hangRecord.id)
+    }
+
+    @Test("every cooperative pool thread blocked: a hang of the \"cooperative pool\" heartbeat, with the blocking tasks' stacks")
+    func poolStarvation() throws {
+        let run = try FixtureRun.run("pool-starvation", .debug)
+        #expect(run.exitStatus == 0, "stdout: \(run.standardOutput) stderr: \(run.standardError.prefix(800))")
+        let record = try run.onlyRecord()
+        #expect(record.hang?.name == "cooperative pool")
+        #expect((record.hang?.durationMilliseconds ?? 0) > 0)
+        var blocked = 0
+        for other in [record.frames] + record.otherThreads.map(\.frames) where !other.isEmpty {
+            var alone = record
+            alone.frames = other
+            if try LLVMSymbolizer.symbolize(alone).contains(where: { $0.mentions("blockPoolThread") }) { blocked += 1 }
+        }
+        #expect(blocked >= 1, "no thread in blockPoolThread")
+    }
+
+    @Test("a hang report reaches the collector as kind \"hang\", the hung thread first, valid against the schema")
+    func hangUploaded() throws {
+        let scenario = try UploadScenario("hang")
+        let hung = try scenario.run("hang-then-resume")
+        #expect(hung.exitStatus == 0)
+        let worker = try #require(workerTID(hung.standardOutput))
+        let next = try scenario.run("upload-pass")
+        #expect(try uploadStatus(next)["failure"] == "none")
+        try scenario.expectAllValid()
+        let state = try scenario.state()
+        #expect(state.uniqueKeys.count == 1)
+        let payload = try #require(state.stored.last?.payload)
+        let report = try #require((payload["crash_reports"] as? [[String: Any]])?.first)
+        #expect(report["kind"] as? String == "hang")
+        #expect(report["exception_type"] as? String == "hang")
+        #expect((report["exception_message"] as? String)?.hasPrefix("worker did not respond for") == true)
+        let first = try #require((report["thread_info"] as? [[String: Any]])?.first)
+        #expect(first["id"] as? Int == Int(worker))
+    }
+}
