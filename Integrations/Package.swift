@@ -21,16 +21,19 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
     ],
     targets: [
         // What every framework's middleware shares: the per-request bookkeeping (screen view,
         // request in flight, breadcrumb, rate-limited non-fatal report), traceparent parsing and
-        // the current ServiceContext's trace. Framework-free: swift-distributed-tracing only.
+        // the current ServiceContext's trace; event-loop heartbeats for hang detection.
+        // Framework-free: swift-distributed-tracing and NIOCore only.
         .target(
             name: "CrashReportingServerCore",
             dependencies: [
                 .product(name: "CrashReporting", package: "swift-crash-reporting"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // A RouterMiddleware: a breadcrumb per request, the route as the server's screen view,
@@ -74,7 +77,8 @@ let package = Package(
         .executableTarget(
             name: "HummingbirdExample",
             dependencies: [
-                "CrashReportingHummingbird", "CrashReportingServiceLifecycle",
+                "CrashReportingHummingbird", "CrashReportingServiceLifecycle", "CrashReportingServerCore",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

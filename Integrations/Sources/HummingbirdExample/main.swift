@@ -8,12 +8,17 @@
 //   GET /missing          throws a 404 (not reported)
 //   GET /slow             answers after 2 s (a request in flight while another crashes)
 //   GET /inflight         how many requests are in flight (itself included)
+//   GET /block-event-loop?ms=N  blocks an event loop's thread N ms in Blocking.blockEventLoop(ms:) (a hang)
+// EXAMPLE_HANGS_MS=N turns hang detection on with that threshold, watching the event loops.
 import CrashReporting
 import CrashReportingHummingbird
+import CrashReportingServerCore
 import CrashReportingServiceLifecycle
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 
 struct Profile {
@@ -37,9 +42,22 @@ guard arguments.count == 3 else {
 }
 let portFile = arguments[2]
 
+enum Blocking {
+    /// The bug a hang report must point at: synchronous waiting on an event loop's thread.
+    @inline(never) static func blockEventLoop(ms: Int) {
+        let deadline = ContinuousClock.now + .milliseconds(ms)
+        while ContinuousClock.now < deadline { usleep(10_000) }
+    }
+}
+
 // First thing: a crash while the server starts is recorded too.
-try CrashReporter.start(.init(appID: "com.example.hummingbird-example", reportsDirectory: arguments[1],
-                              appVersion: "1.0.0", environment: "test"))
+var configuration = CrashReporter.Configuration(appID: "com.example.hummingbird-example", reportsDirectory: arguments[1],
+                                                appVersion: "1.0.0", environment: "test")
+if let threshold = ProcessInfo.processInfo.environment["EXAMPLE_HANGS_MS"].flatMap(Int.init) {
+    configuration.hangs = .init(threshold: .milliseconds(threshold), watchesCooperativePool: true)
+}
+try CrashReporter.start(configuration)
+CrashReporter.watchEventLoops(MultiThreadedEventLoopGroup.singleton)   // Hummingbird's default group; nothing when hangs are off
 
 let router = Router()
 // Before the routes. (Without it when EXAMPLE_WITHOUT_MIDDLEWARE is set: tools/bench-middleware's baseline.)
@@ -57,6 +75,11 @@ router.get("/slow") { _, _ -> String in
     return "slow"
 }
 router.get("/inflight") { _, _ in String(CrashReporter.requestsInFlight) }
+router.get("/block-event-loop") { request, _ -> String in
+    let ms = request.uri.queryParameters.get("ms", as: Int.self) ?? 1000
+    try await MultiThreadedEventLoopGroup.singleton.next().submit { Blocking.blockEventLoop(ms: ms) }.get()
+    return "unblocked"
+}
 
 var logger = Logger(label: "example")
 logger.logLevel = .warning

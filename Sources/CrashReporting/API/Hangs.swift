@@ -58,6 +58,12 @@ extension CrashReporter {
         return heartbeat
     }
 
+    /// The hang threshold in force (nil: hang detection is off). A heartbeat should beat at least
+    /// four times per threshold.
+    public static var hangThreshold: Duration? {
+        hangMonitor().map { Duration.nanoseconds(Int64($0.threshold)) }
+    }
+
     static func startHangMonitor(_ detection: HangDetection, context: ReportingContext, uploader: Uploader) -> HangMonitor {
         let monitor = HangMonitor(detection: detection, context: context, uploader: uploader)
         monitor.start()
