@@ -481,7 +481,7 @@ struct Dashboard: Sendable {
         .muted{color:#6b7280}.empty{padding:2em;background:#fff;text-align:center}
         .ok{color:#137333}.bad{color:#b3261e}.warning{color:#8a4b00;background:#fff4e0;padding:.5em}
         .error{color:#b3261e}.subtitle{font-size:1.1em;color:#374151}
-        .kind{padding:.1em .5em;border-radius:3px;background:#e3e6eb}.kind.crash{background:#fde2e1}.kind.non_fatal{background:#fff1c2}
+        .kind{padding:.1em .5em;border-radius:3px;background:#e3e6eb}.kind.crash{background:#fde2e1}.kind.non_fatal{background:#fff1c2}.kind.hang{background:#e3e0ff}
         .stats{display:flex;flex-wrap:wrap;gap:1.5em}.stats dt{color:#6b7280;font-size:.85em}.stats dd{margin:0;font-weight:600}
         .meta{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}.meta dt{color:#6b7280}.meta dd{margin:0}
         .frames tr.in-app td{font-weight:600}.frames tr.system td{color:#6b7280}

@@ -211,7 +211,7 @@ enum OpenAPI {
               "stack_trace": {"type": "array", "maxItems": 50, "items": {"type": "string"}},
               "thread_info": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}},
               "report_id": {"description": "Extension.", "type": "string", "minLength": 1},
-              "kind": {"description": "Extension.", "enum": ["crash", "non_fatal", "abnormal_termination", "diagnostics"]},
+              "kind": {"description": "Extension. hang: a heartbeat stopped for longer than the threshold; thread_info[0] is the thread that last beat it.", "enum": ["crash", "non_fatal", "abnormal_termination", "diagnostics", "hang"]},
               "symbolicated": {"description": "Extension. False when the host could not name the app's own frames (a stripped binary, its debug info kept apart): frames then carry build_id and module_offset only, and a collector with symbols finishes the report.", "type": "boolean"},
               "is_partial": {"description": "Extension.", "type": "boolean"},
               "images": {
@@ -515,7 +515,7 @@ enum OpenAPI {
             "summary": "Issues, most recently seen first.",
             "security": [{"dashboard": []}],
             "parameters": [{"name": "bundle_id", "in": "query", "schema": {"type": "string"}},
-                           {"name": "kind", "in": "query", "schema": {"enum": ["crash", "non_fatal", "abnormal_termination"]}},
+                           {"name": "kind", "in": "query", "schema": {"enum": ["crash", "non_fatal", "abnormal_termination", "hang"]}},
                            {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                            {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 1000000}}],
             "responses": {
@@ -552,7 +552,7 @@ enum OpenAPI {
             "summary": "Issues ranked by events received in the last 24 hours and the last 7 days (most first), with their 14-day trends.",
             "security": [{"dashboard": []}],
             "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
-                           {"name": "kind", "in": "query", "schema": {"enum": ["crash", "non_fatal", "abnormal_termination"]}}],
+                           {"name": "kind", "in": "query", "schema": {"enum": ["crash", "non_fatal", "abnormal_termination", "hang"]}}],
             "responses": {
               "200": {"description": "The rankings.", "content": {"application/json": {"schema": {
                 "type": "object", "required": ["generated_at", "last_24h", "last_7d"],
