@@ -14,6 +14,10 @@ enum HangMode: String, CaseIterable {
     /// Every cooperative pool thread blocks 1.5 s in `blockPoolThread()`; exits once the pool's
     /// hang report is in pending/.
     case poolStarvation = "pool-starvation"
+    /// tools/bench-hangs: started (with hang detection, 2 s threshold, the pool watched, unless
+    /// CRASH_FIXTURE_HANGS=0), idle for CRASH_FIXTURE_IDLE_S seconds (default 10); prints
+    /// "cpu-us <user+system µs of the whole process>".
+    case idle = "hang-idle"
 }
 
 /// Sleeps until `seconds` have passed, whatever interrupts it (a hang capture's signal cuts a
@@ -53,6 +57,15 @@ private func waitForRecord(in folder: String, containing text: String) -> Bool {
 
 func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
     var configuration = fixtureConfiguration(reportsDirectory)
+    if mode == .idle {
+        if ProcessInfo.processInfo.environment["CRASH_FIXTURE_HANGS"] != "0" { configuration.hangs = .init() }
+        try! CrashReporter.start(configuration)
+        CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
+        let before = processCPUMicroseconds()
+        sleepThrough(Double(ProcessInfo.processInfo.environment["CRASH_FIXTURE_IDLE_S"].flatMap(Int.init) ?? 10))
+        say("cpu-us \(processCPUMicroseconds() - before)")
+        exit(0)
+    }
     configuration.hangs = .init(threshold: .milliseconds(300), watchesCooperativePool: mode == .poolStarvation)
     try! CrashReporter.start(configuration)
     CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
@@ -73,6 +86,8 @@ func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
             say("hung")
             while true { pause() }
         }
+    case .idle:
+        break
     case .poolStarvation:
         let pool = max(ProcessInfo.processInfo.activeProcessorCount, 1)
         for _ in 0..<pool {
@@ -85,3 +100,10 @@ func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
 }
 
 func gettidNumber() -> Int32 { cfs_gettid() }
+
+/// User + system CPU time of the whole process so far, in µs.
+func processCPUMicroseconds() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + Int(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+}

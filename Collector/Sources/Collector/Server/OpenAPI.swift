@@ -211,7 +211,7 @@ enum OpenAPI {
               "stack_trace": {"type": "array", "maxItems": 50, "items": {"type": "string"}},
               "thread_info": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}},
               "report_id": {"description": "Extension.", "type": "string", "minLength": 1},
-              "kind": {"description": "Extension. hang: a heartbeat stopped for longer than the threshold; thread_info[0] is the thread that last beat it.", "enum": ["crash", "non_fatal", "abnormal_termination", "diagnostics", "hang"]},
+              "kind": {"description": "Extension. hang: a heartbeat (an event loop, the cooperative pool) stopped for longer than the threshold; thread_info[0] is the thread that last beat it.", "enum": ["crash", "non_fatal", "abnormal_termination", "diagnostics", "hang"]},
               "symbolicated": {"description": "Extension. False when the host could not name the app's own frames (a stripped binary, its debug info kept apart): frames then carry build_id and module_offset only, and a collector with symbols finishes the report.", "type": "boolean"},
               "is_partial": {"description": "Extension.", "type": "boolean"},
               "images": {
