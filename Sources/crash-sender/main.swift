@@ -12,6 +12,12 @@ func complain(_ text: String) {
     _ = line.withUTF8 { write(2, $0.baseAddress, $0.count) }
 }
 
+// Started from a crash handler, with its mask (almost every signal blocked) kept through execve:
+// SIGTERM and the like work again from here on.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+pthread_sigmask(SIG_SETMASK, &unblocked, nil)
+
 var configuration: String?
 var record: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()

@@ -283,6 +283,19 @@ struct HandlerFailureTests {
         try checkModules(record)   // written with the fixed facts, before the fault
     }
 
+    @Test("a NULL function pointer call finished by the watchdog's frame-pointer walk: frame 0 is 0x0, the caller is frame 1")
+    func nullPCFramePointerWalk() throws {
+        let run = try FixtureRun.run("null-function-pointer-call", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        let record = try run.onlyRecord()
+        #expect(record.watchdog != nil)
+        #expect(record.stack?.unwinder == "frame-pointer")
+        #expect(record.frames.first?.address == Address(0))
+        let frames = try LLVMSymbolizer.symbolize(record)
+        let caller = checkOrder(["cfs_call_null_function_pointer", "level5"], in: frames)
+        #expect(caller != nil)
+        #expect(frames.first { $0.mentions("cfs_call_null_function_pointer") }?.index == 1, "\(describe(frames))")
+    }
+
     @Test("the frame-pointer walk keeps the caller of a frameless leaf (its return address at [sp])", arguments: BuildConfiguration.allCases)
     func framelessLeafCaller(_ configuration: BuildConfiguration) throws {
         // hang-in-handler: the watchdog finishes the record with the frame-pointer walk from the

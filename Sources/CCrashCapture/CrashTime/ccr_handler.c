@@ -34,6 +34,7 @@
 #include "ccr_session.h"
 #include "ccr_modules_live.h"
 #include "ccr_threads.h"
+#include "ccr_sender.h"
 
 enum {
     STAGE_HEADER = 1,    // fixed facts and modules
@@ -338,7 +339,8 @@ static void handle_nested_crash(int signo, const siginfo_t *info) {
 
 /// Another thread owns the crash: wait (bounded) for it to end the process.
 static void wait_for_other_crash(int signo) {
-    for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
+    int rounds = 100 + (ccr_sender.enabled ? ccr_sender.wait_ms / 100 + 1 : 0);   // and the sender's wait
+    for (int i = 0; i < rounds; i++) poll(NULL, 0, 100);
     ccr_die(signo);
 }
 

@@ -5,9 +5,10 @@
 // under the same idempotency key.
 //
 // The child is made with a raw clone(SIGCHLD): no atfork handlers (which may take locks), and it
-// runs nothing but system calls before execve. It unblocks every signal (execve keeps the mask,
-// and the handler's blocks almost all of them) and closes every descriptor above 2, so that no
-// listening socket or lock of the app outlives it in the sender.
+// runs nothing but system calls before execve. It closes every descriptor above 2, so that no
+// listening socket or lock of the app outlives it in the sender, and keeps the handler's signal
+// mask through execve (crash-sender unblocks its signals itself). Threads held in their handlers
+// stay held for the sender's wait too (ccr_threads.c).
 #include <errno.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -42,9 +43,9 @@ void ccr_sender_run(int *exit_status, uint64_t *waited_ns) {
     long child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
     if (child < 0) return;
     if (child == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        pthread_sigmask(SIG_SETMASK, &none, NULL);
+        // The mask stays as the handler has it (almost everything blocked) through execve, which
+        // resets the app's handlers: a SIGTERM to the group now cannot run an app handler in this
+        // copy of the crashed process. crash-sender unblocks its signals first thing.
         close_descriptors_above_stderr();
         execve(ccr_sender.path, argv, ccr_sender.envp);
         syscall(SYS_exit_group, 127L);

@@ -19,6 +19,7 @@
 
 #include "ccr_crashtime.h"
 #include "ccr_threads.h"
+#include "ccr_sender.h"
 
 ccr_threads_state ccr_threads;
 
@@ -57,7 +58,10 @@ static char status_text[4096];
 /// exited). Bounded like wait_for_other_crash in the handler, in case the process lives on.
 /// Async-signal-safe: poll.
 static void stay_until_the_process_ends(void) {
-    for (int i = 0; i < 100; i++) poll(NULL, 0, 100);
+    // 10 s, and longer by the crash-sender's wait when delivery at crash time is on: a thread let
+    // go while the crashed process waits for the sender would go back to work (see above).
+    int rounds = 100 + (ccr_sender.enabled ? ccr_sender.wait_ms / 100 + 1 : 0);
+    for (int i = 0; i < rounds; i++) poll(NULL, 0, 100);
 }
 
 static void answer(void *ucontext);

@@ -234,7 +234,11 @@ int ccr_looks_like_return_address(uintptr_t address) {
 
 int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *frames, int max, int *depth) {
     int kept = 0;
-    if (max > 0 && pc != 0) frames[kept++] = pc;
+    // From a context (sp given), frame 0 is the pc even when it is 0 (a call through a NULL
+    // function pointer): the return address found below is then frame 1, looked up as a return
+    // address, as libunwind's path does. Without one (pc 0, sp 0: the continuation after a failed
+    // libunwind step), there is no pc to record.
+    if (max > 0 && (pc != 0 || sp != 0)) frames[kept++] = pc;
     // A frameless leaf (no push of rbp: compiled without frame pointers, or stopped before its
     // prologue) leaves rbp at its caller's frame, so the walk below starts at the caller's caller
     // and the caller is lost. Its return address is then at [sp]: take it when it looks like one
