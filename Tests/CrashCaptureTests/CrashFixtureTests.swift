@@ -475,20 +475,18 @@ struct HandlerProcessTests {
 
 @Suite("How the handler ends the process", .serialized)
 struct HandlerEndingTests {
-    /// Runs the fixture under gdb, stopping at every SIGSEGV and printing si_code, si_addr and the
-    /// pc at each stop.
-    func runUnderGDB(_ name: String, _ configuration: BuildConfiguration) throws -> (output: String, directory: URL) {
+    /// Runs fixture `name` under gdb with `commands` (each an -ex) after SIGSEGV is set to stop and
+    /// every other signal to pass; returns gdb's whole output (read to its end) and the reports folder.
+    func runUnderGDB(_ name: String, _ configuration: BuildConfiguration, commands: [String]) throws -> (output: String, directory: URL) {
         let directory = temporaryFolder("crash-fixture-gdb-\(name)")
         let process = Process()
         // Through python3 to clear the signal mask: the test runner's threads block SIGCHLD, which
         // gdb would inherit and then wait forever for its inferior.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let unmask = ["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
-        let show = ["-ex", "p $_siginfo.si_code", "-ex", "p $_siginfo._sifields._sigfault.si_addr", "-ex", "p/x $pc"]
         process.arguments = unmask + ["gdb", "-batch", "-nx", "--readnever",
-                             "-ex", "handle all nostop noprint pass", "-ex", "handle SIGSEGV stop print pass",
-                             "-ex", "run"] + show + ["-ex", "continue"] + show + ["-ex", "continue",
-                             "--args", configuration.fixtureURL.path, name, directory.path]
+                                      "-ex", "handle all nostop noprint pass", "-ex", "handle SIGSEGV stop print pass"]
+            + commands.flatMap { ["-ex", $0] } + ["--args", configuration.fixtureURL.path, name, directory.path]
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         process.environment = environment
@@ -502,28 +500,18 @@ struct HandlerEndingTests {
         return (collected.text(), directory)
     }
 
+    /// Stopping at every SIGSEGV and printing si_code, si_addr and the pc at each stop.
+    func runUnderGDB(_ name: String, _ configuration: BuildConfiguration) throws -> (output: String, directory: URL) {
+        let show = ["p $_siginfo.si_code", "p $_siginfo._sifields._sigfault.si_addr", "p/x $pc"]
+        return try runUnderGDB(name, configuration, commands: ["run"] + show + ["continue"] + show + ["continue"])
+    }
+
     @Test("a forked child's own record has the frames gdb shows for the child (set follow-fork-mode child)", arguments: BuildConfiguration.allCases)
     func forkedChildMatchesGDB(_ configuration: BuildConfiguration) throws {
-        let directory = temporaryFolder("crash-fixture-gdb-fork")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let unmask = ["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
-        process.arguments = unmask + ["gdb", "-batch", "-nx", "--readnever",
-                                      "-ex", "set follow-fork-mode child", "-ex", "set detach-on-fork on",
-                                      "-ex", "handle all nostop noprint pass", "-ex", "handle SIGSEGV stop print pass",
-                                      "-ex", "run", "-ex", "bt", "-ex", "continue", "-ex", "continue",
-                                      "--args", configuration.fixtureURL.path, "fork-child-crash-then-parent-crash", directory.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let collected = OutputCollector(out.fileHandleForReading)
-        process.waitUntilExit()
-        let output = collected.text()   // to its end: the detached parent holds the pipe until it has crashed too
+        // Read to its end: the detached parent holds gdb's pipe until it has crashed too.
+        let (output, directory) = try runUnderGDB("fork-child-crash-then-parent-crash", configuration, commands: [
+            "set follow-fork-mode child", "set detach-on-fork on", "run", "bt", "continue", "continue",
+        ])
         // gdb's backtrace of the child at its fault, down to main: "#1  0x… in name (args) at file:line".
         let gdbNames = output.split(separator: "\n").filter { $0.hasPrefix("#") }.compactMap { line -> String? in
             let words = line.split(separator: " ", omittingEmptySubsequences: true)
