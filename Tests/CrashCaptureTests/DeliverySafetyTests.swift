@@ -239,21 +239,7 @@ struct DeliverySafetyTests {
     @Test("a recovery cut short is redone by the next launch: the abnormal termination is reported, no .tmp is left")
     func cutRecoveryRedone() throws {
         let directory = temporaryFolder("cut-recovery")
-        let process = Process()
-        process.executableURL = BuildConfiguration.debug.fixtureURL
-        process.arguments = ["context-then-wait-for-kill", directory.path]
-        var env = ProcessInfo.processInfo.environment
-        env["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = env
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        var said = ""
-        while !said.hasSuffix("ready\n") {   // after its context lines
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            said += String(decoding: chunk, as: UTF8.self)
-        }
+        let (process, said) = try FixtureRun.startUntil("context-then-wait-for-kill", line: "ready", reportsDirectory: directory)
         #expect(said.hasSuffix("ready\n"))
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()

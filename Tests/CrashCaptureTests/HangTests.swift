@@ -40,24 +40,9 @@ struct HangTests {
     @Test("a process killed during a hang (a liveness probe): the next launch sends the hang as unresolved and its abnormal termination names it")
     func hangThenKill() throws {
         let directory = temporaryFolder("hang-kill")
-        let process = Process()
-        process.executableURL = BuildConfiguration.debug.fixtureURL
-        process.arguments = ["hang-then-wait-for-kill", directory.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
         // "hung" once the report is whole in new/ (the fixture waits for it, bounded).
-        var output = Data()
-        while !String(decoding: output, as: UTF8.self).contains("hung\n") {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            output.append(chunk)
-        }
-        #expect(String(decoding: output, as: UTF8.self).contains("hung"), "fixture said: \(String(decoding: output, as: UTF8.self))")
+        let (process, said) = try FixtureRun.startUntil("hang-then-wait-for-kill", line: "hung", reportsDirectory: directory)
+        #expect(said.contains("hung\n"), "fixture said: \(said)")
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
 

@@ -104,6 +104,29 @@ public struct FixtureRun {
             elapsed: elapsed, reportsDirectory: directory)
     }
 
+    /// Starts a debug fixture mode that prints `line` when it is where a test wants it and then
+    /// waits to be killed; returns the running process and what it printed up to that line (all
+    /// of its output, if it ended first).
+    public static func startUntil(_ mode: String, line: String, reportsDirectory: URL) throws -> (Process, String) {
+        let process = Process()
+        process.executableURL = BuildConfiguration.debug.fixtureURL
+        process.arguments = [mode, reportsDirectory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var said = ""
+        while !said.contains(line + "\n") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said += String(decoding: chunk, as: UTF8.self)
+        }
+        return (process, said)
+    }
+
     /// The one record the run must have left, parsed.
     public func onlyRecord() throws -> CrashRecord {
         let records = pendingRecords
