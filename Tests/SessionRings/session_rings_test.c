@@ -235,24 +235,26 @@ static void exact_texts(void) {
     CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
 }
 
-// 7. A session file laid out by hand at the offsets version 4 documents (rings of 1056064 bytes
-//    from offset 71744, slots of 2112 bytes, text at 24, tag at 2008), as a process killed before
-//    its next launch leaves it: read, its rings merged by time. Another version, a file cut
-//    short and a size field that disagrees with the file are refused, not read.
-enum { FILE_SIZE = 5352064, RINGS_AT = 71744, RING_SIZE = 1056064, SLOT_SIZE = 2112 };
-static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t time, const char *message) {
+// 7. A session file laid out by hand at the offsets version 5 documents (rings of 1056064 bytes
+//    from offset 71808, slots of 2112 bytes, order at 16, text at 32, tag at 2016), as a process
+//    killed before its next launch leaves it: read, its rings merged by order, not by time (all
+//    three have the same coarse-clock time, and ring 0 comes before ring 2). Another version, a
+//    file cut short and a size field that disagrees with the file are refused, not read.
+enum { FILE_SIZE = 5352128, RINGS_AT = 71808, RING_SIZE = 1056064, SLOT_SIZE = 2112 };
+static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, const char *message) {
     char *slot = file + RINGS_AT + (size_t)ring * RING_SIZE + 64 + (size_t)(n % 500) * SLOT_SIZE;
-    uint64_t seq = 2 * n + 2;
+    uint64_t seq = 2 * n + 2, time = 1000;
     memcpy(slot, &seq, 8);
     memcpy(slot + 8, &time, 8);
-    slot[16] = 2;   // warning
-    slot[17] = 1;   // screen
+    memcpy(slot + 16, &order, 8);
+    slot[24] = 2;   // warning
+    slot[25] = 1;   // screen
     uint16_t tag_length = 3, message_length = (uint16_t)strlen(message), metadata_length = 0;
-    memcpy(slot + 18, &tag_length, 2);
-    memcpy(slot + 20, &message_length, 2);
-    memcpy(slot + 22, &metadata_length, 2);
-    memcpy(slot + 24, message, message_length);
-    memcpy(slot + 24 + 1984, "old", 3);
+    memcpy(slot + 26, &tag_length, 2);
+    memcpy(slot + 28, &message_length, 2);
+    memcpy(slot + 30, &metadata_length, 2);
+    memcpy(slot + 32, message, message_length);
+    memcpy(slot + 32 + 1984, "old", 3);
     uint64_t next = n + 1;
     memcpy(file + RINGS_AT + (size_t)ring * RING_SIZE, &next, 8);
 }
@@ -269,16 +271,16 @@ static void documented_layout(void) {
     char *file = calloc(1, FILE_SIZE);
     ccr_session_file *h = (ccr_session_file *)(void *)file;   // the header fields
     h->magic = CCR_SESSION_MAGIC;
-    h->version = 4;
+    h->version = 5;
     h->size = FILE_SIZE;
     h->breadcrumb_capacity = 500;
     h->breadcrumb_rings = 5;
     h->pid = 12345;
     atomic_store(&h->state, CCR_SESSION_RUNNING);
     strcpy(h->session_id, "by-hand");
-    put_breadcrumb(file, 2, 0, 1000, "first, ring 2");
-    put_breadcrumb(file, 0, 0, 2000, "second, ring 0");
-    put_breadcrumb(file, 2, 1, 3000, "third, ring 2");
+    put_breadcrumb(file, 2, 0, 7, "first, ring 2");
+    put_breadcrumb(file, 0, 0, 8, "second, ring 0");
+    put_breadcrumb(file, 2, 1, 9, "third, ring 2");
     char path[700];
     snprintf(path, sizeof path, "%s/by-hand.session", directory);
     CHECK(write_file(path, file, FILE_SIZE) == 0, "layout: cannot write %s", path);
@@ -306,15 +308,61 @@ static void documented_layout(void) {
     fclose(out);
     CHECK(seen == 3, "layout: %d of 3 breadcrumbs exported", seen);
 
-    h->version = 3;   // never released: no reader for it
-    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 3 not refused");
-    h->version = 4;   // cut short: the last ring missing
+    h->version = 4;   // never released: no reader for it
+    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 4 not refused");
+    h->version = 5;   // cut short: the last ring missing
     CHECK(write_file(path, file, FILE_SIZE - RING_SIZE) == 0 && ccr_session_inspect(path, &info) == -2
               && ccr_session_export(path, fileno(stdout)) == -2, "layout: a file cut short not refused");
     h->size = FILE_SIZE - 100000;   // the header's size disagrees with this version's
     CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: a wrong size field not refused");
     unlink(path);
     free(file);
+}
+
+// 8. Two threads with rings of their own take turns (a handoff through an atomic, as a request
+//    answered on one event loop and the next one begun on another): the export lists their
+//    breadcrumbs in the turns' order, though all of them fall within a few coarse-clock ticks.
+enum { TURNS = 200 };
+static atomic_int turn;
+static void *taking_turns(void *argument) {
+    int me = (int)(intptr_t)argument;
+    char text[32];
+    for (int i = me; i < TURNS; i += 2) {
+        while (atomic_load(&turn) != i) {}
+        snprintf(text, sizeof text, "turn %d", i);
+        ccr_breadcrumb_append(1, 1, "turns", 5, text, strlen(text), NULL, 0);
+        atomic_store(&turn, i + 1);
+    }
+    return NULL;
+}
+static void turns_across_rings(void) {
+    pthread_t a, b;
+    atomic_store(&turn, 0);
+    pthread_create(&a, NULL, taking_turns, (void *)(intptr_t)0);
+    pthread_create(&b, NULL, taking_turns, (void *)(intptr_t)1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
+    FILE *out = tmpfile();
+    ccr_session_export(path, fileno(out));
+    rewind(out);
+    char line[8192];
+    int expected = 0, rings_seen[CCR_BREADCRUMB_RINGS] = {0};
+    while (fgets(line, sizeof line, out)) {
+        const char *m = strstr(line, "\"tag\":\"turns\",\"message\":\"turn ");
+        if (!m) continue;
+        int value = atoi(m + strlen("\"tag\":\"turns\",\"message\":\"turn "));
+        const char *ring = strstr(line, "\"ring\":");
+        if (ring) { int r = atoi(ring + 7); if (r >= 0 && r < CCR_BREADCRUMB_RINGS) rings_seen[r] = 1; }
+        CHECK(value == expected, "turns: turn %d listed where turn %d belongs", value, expected);
+        expected = value + 1;
+    }
+    fclose(out);
+    int rings = 0;
+    for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) rings += rings_seen[r];
+    CHECK(expected == TURNS, "turns: %d of %d exported", expected, TURNS);
+    CHECK(rings == 2, "turns: the two threads wrote to %d ring(s), not two of their own", rings);
 }
 
 int main(int argc, char **argv) {
@@ -327,6 +375,7 @@ int main(int argc, char **argv) {
     signal_during_append();           // the main thread claims a ring here
     exact_texts();                    // after: the last 500 of the main thread's ring
     documented_layout();
+    turns_across_rings();   // after: two new threads take the free rings
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }

@@ -222,8 +222,7 @@ static inline void copy_text(char *to, const char *from, size_t n) {
 static inline __attribute__((always_inline)) void fill_slot(ccr_breadcrumb_slot *slot, uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
                       const char *message, size_t message_length, const char *metadata, size_t metadata_length) {
     // The coarse clock: ~7 ns instead of ~40 ns here, at the resolution of the kernel tick (4 ms
-    // on Debian's kernels). Within a ring the order is exact anyway (the index); rings are merged
-    // by this timestamp.
+    // on Debian's kernels). It is the time shown; the order is `order`'s.
     struct timespec now;
     coarse_clock(CLOCK_REALTIME_COARSE, &now);
     slot->timestamp_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
@@ -280,6 +279,9 @@ static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t 
     ccr_breadcrumb_slot *slot = &ring->slots[n % CCR_BREADCRUMB_CAPACITY];
     atomic_store_explicit(&slot->seq, 2 * n + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
+    // The session-wide order: the atomic adds on one counter are in one total order that agrees
+    // with every happens-before between threads, which no clock read promises at 4 ms ticks.
+    slot->order = atomic_fetch_add_explicit(&s->breadcrumb_order, 1, memory_order_relaxed);
     fill_slot(slot, level, kind, tag, tag_length, message, message_length, metadata, metadata_length);
     atomic_store_explicit(&slot->seq, 2 * n + 2, memory_order_release);
 }
@@ -387,7 +389,7 @@ static int breadcrumb_complete(const ccr_breadcrumb_ring *ring, uint64_t n) {
 
 /// Maps the session file open at `fd` read-only if it is one this code reads: NULL otherwise
 /// (another format, another version, or cut short: a shorter file would fault past its end).
-/// Versions 2 and 3 were never released; a file of version 1 (the last released) is refused and
+/// Versions 2 to 4 were never released; a file of version 1 (the last released) is refused and
 /// kept aside by the caller.
 static const ccr_session_file *map_session(int fd) {
     uint32_t head[2];
@@ -478,8 +480,8 @@ int ccr_session_export(const char *path, int out_fd) {
         }
         ccr_writer_text(&w, "}\n");
     }
-    // The last 500 breadcrumbs over all rings: a backward merge by (timestamp, ring) finds where
-    // each ring's share starts, a forward merge writes them oldest first.
+    // The last 500 breadcrumbs over all rings: a backward merge by order finds where each ring's
+    // share starts, a forward merge writes them oldest first.
     uint64_t end[CCR_BREADCRUMB_RINGS], start[CCR_BREADCRUMB_RINGS], total = 0;
     for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
         end[r] = atomic_load_explicit(&s->rings[r].next, memory_order_acquire);
@@ -489,15 +491,15 @@ int ccr_session_export(const char *path, int out_fd) {
     uint64_t taken = 0;
     while (taken < CCR_BREADCRUMB_CAPACITY) {
         int best = -1;
-        uint64_t best_time = 0;
+        uint64_t best_order = 0;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
             uint64_t floor = end[r] > CCR_BREADCRUMB_CAPACITY ? end[r] - CCR_BREADCRUMB_CAPACITY : 0;
             while (start[r] > floor && !breadcrumb_complete(&s->rings[r], start[r] - 1)) start[r]--;
             if (start[r] == floor) continue;
-            uint64_t time = s->rings[r].slots[(start[r] - 1) % CCR_BREADCRUMB_CAPACITY].timestamp_ns;
-            if (best < 0 || time >= best_time) {
+            uint64_t order = s->rings[r].slots[(start[r] - 1) % CCR_BREADCRUMB_CAPACITY].order;
+            if (best < 0 || order > best_order) {
                 best = r;
-                best_time = time;
+                best_order = order;
             }
         }
         if (best < 0) break;
@@ -508,14 +510,14 @@ int ccr_session_export(const char *path, int out_fd) {
     ccr_breadcrumb_slot *slot_copy = malloc(sizeof(ccr_breadcrumb_slot));
     for (; slot_copy != NULL;) {
         int best = -1;
-        uint64_t best_time = 0;
+        uint64_t best_order = 0;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
             while (start[r] < end[r] && !breadcrumb_complete(&s->rings[r], start[r])) start[r]++;
             if (start[r] == end[r]) continue;
-            uint64_t time = s->rings[r].slots[start[r] % CCR_BREADCRUMB_CAPACITY].timestamp_ns;
-            if (best < 0 || time < best_time) {
+            uint64_t order = s->rings[r].slots[start[r] % CCR_BREADCRUMB_CAPACITY].order;
+            if (best < 0 || order < best_order) {
                 best = r;
-                best_time = time;
+                best_order = order;
             }
         }
         if (best < 0) break;

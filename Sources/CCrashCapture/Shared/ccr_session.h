@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
-#define CCR_SESSION_VERSION 4
+#define CCR_SESSION_VERSION 5
 #define CCR_BREADCRUMB_CAPACITY 500
 /// Breadcrumb rings: ring 0 is shared (a fetch_add per append); rings 1… are each owned by one
 /// thread at a time, the first threads to log, which append with plain stores and no shared cache
@@ -33,20 +33,25 @@ enum { CCR_SESSION_RUNNING = 1, CCR_SESSION_ENDED = 2, CCR_SESSION_CRASHED = 3 }
 typedef struct ccr_breadcrumb_slot {
     _Atomic uint64_t seq;
     uint64_t timestamp_ns;
+    /// The breadcrumb's place among all of the session's (version 5): taken from the session's
+    /// `breadcrumb_order` as the append starts. Rings are merged by it: the coarse clock's 4 ms
+    /// ticks tied breadcrumbs of different threads, and a tie put them in ring order, so a request
+    /// that began after another one's screen view could be listed before it.
+    uint64_t order;
     uint8_t level;
     uint8_t kind;
     uint16_t tag_length;
     uint16_t message_length;
     uint16_t metadata_length;
-    // The text first: a header and a message of up to 40 bytes share one cache line, so an
+    // The text first: a header and a message of up to 32 bytes share one cache line, so an
     // append of a short message writes one line, and a ring's 500 such lines stay in L1.
     char text[CCR_BREADCRUMB_TEXT_MAX];   // message bytes, then metadata bytes
     char tag[CCR_BREADCRUMB_TAG_MAX];
-    // Pads the slot to 33 cache lines (version 4). Version 3's 2072 bytes put every slot at a
+    // Pads the slot to 33 cache lines (since version 4). Version 3's 2072 bytes put every slot at a
     // different offset within its line, so most short appends wrote two lines instead of one
     // (measured: 14.8 → 11.2 ns per append in C). An odd number of lines: consecutive slots' first
     // lines fall into all 64 sets of L1, not into 2 as a 2048-byte stride would.
-    char reserved[40];
+    char reserved[32];
 } ccr_breadcrumb_slot;
 _Static_assert(sizeof(ccr_breadcrumb_slot) % 64 == 0 && (sizeof(ccr_breadcrumb_slot) / 64) % 2 == 1,
                "a breadcrumb slot is an odd number of cache lines");
@@ -85,7 +90,12 @@ typedef struct ccr_session_file {
     _Atomic uint64_t user_seq;
     uint16_t user_id_length;
     char user_id[CCR_USER_ID_MAX];
-    ccr_key_slot keys[CCR_KEY_CAPACITY];
+    /// Breadcrumbs ever appended to the session, over all rings (version 5): each append takes its
+    /// `order` here with one atomic add, so the merged order is the order of the appends, as any
+    /// synchronisation between the threads (a lock, a queue, a request answered) saw it. Its own
+    /// cache line: the only line every logging thread writes.
+    _Alignas(64) _Atomic uint64_t breadcrumb_order;
+    _Alignas(64) ccr_key_slot keys[CCR_KEY_CAPACITY];
     ccr_breadcrumb_ring rings[CCR_BREADCRUMB_RINGS];
 } ccr_session_file;
 
