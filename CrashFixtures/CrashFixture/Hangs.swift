@@ -18,6 +18,16 @@ enum HangMode: String, CaseIterable {
     /// CRASH_FIXTURE_HANGS=0), idle for CRASH_FIXTURE_IDLE_S seconds (default 10); prints
     /// "cpu-us <user+system µs of the whole process>".
     case idle = "hang-idle"
+    /// Run with the threads-stay-after-hang-answer misbehaviour: the worker hangs for good; the
+    /// threads that answer the hang capture stay in their handler; once the hang report is whole
+    /// in new/, another thread, which blocks the real-time signals (never asked), crashes in
+    /// `crashAfterHangCapture()`. Prints "worker-tid <tid>".
+    case crashDuringHangAnswers = "crash-during-hang-answers"
+}
+
+@inline(never) func crashAfterHangCapture() {
+    let pointer = UnsafeMutablePointer<Int>(bitPattern: 8)!
+    pointer.pointee = 42
 }
 
 /// Sleeps until `seconds` have passed, whatever interrupts it (a hang capture's signal cuts a
@@ -71,6 +81,24 @@ func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
     CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
     CrashReporter.log("before the hang")
     switch mode {
+    case .crashDuringHangAnswers:
+        let heartbeat = CrashReporter.heartbeat(named: "worker")
+        let worker = Thread {
+            say("worker-tid \(gettidNumber())")
+            heartbeat.beat()
+            blockedInHang(forever: true)
+        }
+        worker.start()
+        let crasher = Thread {
+            var signals = sigset_t()
+            sigfillset(&signals)
+            for signal in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { sigdelset(&signals, signal) }
+            pthread_sigmask(SIG_BLOCK, &signals, nil)
+            guard waitForRecord(in: reportsDirectory + "/new", containing: #""type":"end""#) else { say("no hang report"); exit(3) }
+            crashAfterHangCapture()
+        }
+        crasher.start()
+        while true { pause() }
     case .hangThenResume, .hangThenWaitForKill:
         let heartbeat = CrashReporter.heartbeat(named: "worker")
         let worker = Thread {

@@ -37,6 +37,29 @@ struct HangTests {
         #expect(text.contains("Hung thread \(worker)"))
     }
 
+    @Test("a crash while threads are still in their hang answers: they answer the crash too (the hang capture's memory is its own)")
+    func crashDuringHangAnswers() throws {
+        let run = try FixtureRun.run("crash-during-hang-answers", .debug,
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "threads-stay-after-hang-answer"])
+        #expect(run.terminatedBySignal == SIGSEGV, "stdout: \(run.standardOutput) stderr: \(run.standardError.prefix(800))")
+        let worker = try #require(workerTID(run.standardOutput))
+        let crash = try run.onlyRecord()
+        #expect(crash.signal?.name == "SIGSEGV")
+        #expect(crash.hasEnd && crash.problems.isEmpty, "\(crash.problems)")
+        // The worker and the main thread were held in their handlers after answering the hang
+        // capture, their own signal blocked: they answered the crash from there.
+        let workerThread = try #require(crash.otherThreads.first { $0.thread.id == worker }, "\(crash.otherThreads.map(\.thread))")
+        #expect(workerThread.state == "answered" && !workerThread.frames.isEmpty)
+        #expect(crash.otherThreads.contains { $0.thread.isMain && $0.state == "answered" && !$0.frames.isEmpty })
+        let frames = try LLVMSymbolizer.symbolize(crash)
+        _ = checkOrder(["crashAfterHangCapture"], in: frames)
+        // The hang report was whole before the crash, the hung thread first, every thread answered.
+        let hang = try CrashRecord(contentsOf: try #require(run.newFiles.first, "no hang record in new/"))
+        #expect(hang.hang?.threadID == worker && hang.thread?.id == worker)
+        #expect(hang.hasEnd)
+        #expect(hang.otherThreads.contains { $0.thread.isMain && $0.state == "answered" })
+    }
+
     @Test("a process killed during a hang (a liveness probe): the next launch sends the hang as unresolved and its abnormal termination names it")
     func hangThenKill() throws {
         let directory = temporaryFolder("hang-kill")

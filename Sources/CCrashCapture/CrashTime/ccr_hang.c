@@ -15,7 +15,7 @@ int ccr_write_hang_record(int fd, int hung_tid, uint64_t *elapsed_ns) {
     if (ccr_threads_begin_hang_capture() != 0) return -1;
     ccr_writer w;
     ccr_writer_init(&w, fd, hang_buffer, sizeof hang_buffer);
-    ccr_record_write_modules_at_crash(&w);
+    ccr_record_write_modules_for_hang(&w);
     if (ccr_threads_write_for_hang(&w, hung_tid) != 0) return -1;
     ccr_writer_flush(&w);
     *elapsed_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;

@@ -18,10 +18,15 @@
 
 ccr_modules_live_state ccr_modules_live;
 
-/// Filled by the crashing thread only (the one-crash guard makes it one thread).
-static ccr_module live_table[CCR_MAX_MODULES];
-static uint8_t note_buffer[4096];
-static ElfW(Phdr) phdr_buffer[64];
+/// One walk's memory. The crash has its own (filled by the crashing thread only: the one-crash
+/// guard makes it one thread), hang captures theirs (one at a time), so a crash during a hang
+/// capture's walk shares nothing with it.
+typedef struct live_scratch {
+    ccr_module table[CCR_MAX_MODULES];
+    uint8_t notes[4096];
+    ElfW(Phdr) phdrs[64];
+} live_scratch;
+static live_scratch crash_scratch, hang_scratch;
 
 /// Copies `length` bytes of this process's memory at `address` without risking a fault.
 /// Returns the number of bytes read (short at an unmapped page), or -1. Async-signal-safe.
@@ -61,11 +66,11 @@ static size_t align_up(size_t value, size_t alignment) {
 }
 
 /// The GNU build-id from a PT_NOTE segment at `address`, if it has one. Async-signal-safe.
-static void read_build_id(uintptr_t address, size_t size, size_t alignment, ccr_module *m) {
-    if (size > sizeof note_buffer) size = sizeof note_buffer;
-    long n = read_memory(address, note_buffer, size);
+static void read_build_id(live_scratch *x, uintptr_t address, size_t size, size_t alignment, ccr_module *m) {
+    if (size > sizeof x->notes) size = sizeof x->notes;
+    long n = read_memory(address, x->notes, size);
     if (n <= 0) return;
-    ccr_notes_find_build_id(note_buffer, (size_t)n, alignment, m);
+    ccr_notes_find_build_id(x->notes, (size_t)n, alignment, m);
 }
 
 void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment, ccr_module *m) {
@@ -93,8 +98,9 @@ void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment
 
 /// Fills `m` from the program headers at `phdr` (runtime address), read in one call. 0 on success.
 /// Async-signal-safe.
-static int read_segments(uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *m) {
-    if (phnum <= 0 || phnum > (int)(sizeof phdr_buffer / sizeof phdr_buffer[0])) return -1;
+static int read_segments(live_scratch *x, uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *m) {
+    ElfW(Phdr) *phdr_buffer = x->phdrs;
+    if (phnum <= 0 || phnum > (int)(sizeof x->phdrs / sizeof x->phdrs[0])) return -1;
     if (read_exact(phdr, phdr_buffer, (size_t)phnum * sizeof phdr_buffer[0]) != 0) return -1;
     uintptr_t low = UINTPTR_MAX, high = 0;
     for (int i = 0; i < phnum; i++) {
@@ -104,7 +110,7 @@ static int read_segments(uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *
             if (start < low) low = start;
             if (start + ph->p_memsz > high) high = start + ph->p_memsz;
         } else if (ph->p_type == PT_NOTE && m->build_id_length == 0) {
-            read_build_id(bias + ph->p_vaddr, ph->p_memsz, ph->p_align == 8 ? 8 : 4, m);
+            read_build_id(x, bias + ph->p_vaddr, ph->p_memsz, ph->p_align == 8 ? 8 : 4, m);
         }
     }
     if (high == 0) return -1;
@@ -116,11 +122,11 @@ static int read_segments(uintptr_t bias, uintptr_t phdr, int phnum, ccr_module *
 /// Program headers of a shared object: its ELF header is mapped at its bias (its first PT_LOAD
 /// maps file offset 0 at address 0, as every shared object and PIE the toolchains make does).
 /// Async-signal-safe.
-static int read_object(uintptr_t bias, ccr_module *m) {
+static int read_object(live_scratch *x, uintptr_t bias, ccr_module *m) {
     ElfW(Ehdr) header;
     if (read_exact(bias, &header, sizeof header) != 0) return -1;
     if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_phentsize != sizeof(ElfW(Phdr))) return -1;
-    return read_segments(bias, bias + header.e_phoff, header.e_phnum, m);
+    return read_segments(x, bias, bias + header.e_phoff, header.e_phnum, m);
 }
 
 /// The install-time entry for the object `map` describes, if start's dl_iterate_phdr saw it: the
@@ -139,7 +145,7 @@ static const ccr_module *known_module(const struct link_map *map, int position) 
     return NULL;
 }
 
-int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
+static int collect(live_scratch *x, const ccr_module **table, int *loader_state) {
     *table = NULL;
     *loader_state = -1;
     if (ccr_modules_live.r_debug == 0) return -1;
@@ -153,7 +159,7 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
         if (visited >= CCR_MAX_MODULES) return -1;
         struct link_map map;
         if (read_exact(node, &map, sizeof map) != 0) return -1;
-        ccr_module *m = &live_table[count];
+        ccr_module *m = &x->table[count];
         const ccr_module *known = known_module(&map, count);
         if (known != NULL) {   // loaded before start and still there: nothing more to read
             memcpy(m, known, sizeof *m);
@@ -169,44 +175,62 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
             // The main program: the loader gives it no name, and a non-PIE one has bias 0, so its
             // program headers come from the auxiliary vector (saved at install) and its path too.
             memcpy(m->path, ccr_modules_live.executable_path, sizeof m->path);
-            ok = read_segments(m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m) == 0;
+            ok = read_segments(x, m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m) == 0;
         } else {
-            ok = read_object(m->bias, m) == 0;
+            ok = read_object(x, m->bias, m) == 0;
         }
         if (ok) count++;   // an object without readable headers is left out, as dl_iterate_phdr would
         node = (uintptr_t)map.l_next;
     }
     if (count == 0) return -1;
-    *table = live_table;
+    *table = x->table;
     return count;
 }
 
-/// The table written by ccr_record_write_modules_at_crash, for later lines of the same crash.
-static const ccr_module *written_table;
-static int written_count;
-
-int ccr_modules_written(const ccr_module **table) {
-    if (written_table == NULL) {
-        *table = ccr_global.modules;
-        return ccr_global.module_count;
-    }
-    *table = written_table;
-    return written_count;
+int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
+    return collect(&crash_scratch, table, loader_state);
 }
 
-void ccr_record_write_modules_at_crash(ccr_writer *w) {
+/// The tables written by the crash and by the last hang capture, for later lines of the same
+/// record (and the frame checks of the threads' answers).
+static const ccr_module *_Atomic crash_written, *_Atomic hang_written;
+static _Atomic int crash_written_count, hang_written_count;
+
+int ccr_modules_written(const ccr_module **table) {
+    const ccr_module *crash = atomic_load(&crash_written), *hang = atomic_load(&hang_written);
+    if (crash != NULL) {
+        *table = crash;
+        return atomic_load(&crash_written_count);
+    }
+    if (hang != NULL) {
+        *table = hang;
+        return atomic_load(&hang_written_count);
+    }
+    *table = ccr_global.modules;
+    return ccr_global.module_count;
+}
+
+static void write_modules(ccr_writer *w, live_scratch *x) {
     const ccr_module *table = NULL;
     int loader_state = -1;
     uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
-    int count = ccr_modules_live_collect(&table, &loader_state);
+    // The hang table is rewritten in place by each capture: meanwhile its readers (the frame
+    // checks of answering threads) use the install-time table.
+    if (x == &hang_scratch) atomic_store(&hang_written, NULL);
+    int count = collect(x, &table, &loader_state);
     const char *source = "link_map";
     if (count < 0) {
         table = ccr_global.modules;
         count = ccr_global.module_count;
         source = "install";
     }
-    written_table = table;
-    written_count = count;
+    if (x == &crash_scratch) {
+        atomic_store(&crash_written_count, count);
+        atomic_store(&crash_written, table);
+    } else {
+        atomic_store(&hang_written_count, count);
+        atomic_store(&hang_written, table);
+    }
     ccr_record_write_module_table(w, table, count);
     ccr_writer_text(w, "{\"type\":\"modules\"");
     ccr_writer_key(w, "source", 0);
@@ -221,3 +245,7 @@ void ccr_record_write_modules_at_crash(ccr_writer *w) {
     ccr_writer_uint(w, ccr_now_ns(CLOCK_MONOTONIC) - started);
     ccr_writer_text(w, "}\n");
 }
+
+void ccr_record_write_modules_at_crash(ccr_writer *w) { write_modules(w, &crash_scratch); }
+
+void ccr_record_write_modules_for_hang(ccr_writer *w) { write_modules(w, &hang_scratch); }

@@ -18,7 +18,7 @@ typedef struct ccr_modules_live_state {
 
 extern ccr_modules_live_state ccr_modules_live;
 
-/// Walks the loader's list into a static table (crashing thread only). Returns the number of
+/// Walks the loader's list into the crash's static table (crashing thread only). Returns the number of
 /// modules and points `*table` at them, or -1 when the list cannot be read; `*loader_state` gets
 /// r_debug's r_state (RT_CONSISTENT, RT_ADD, RT_DELETE) or -1. Async-signal-safe:
 /// process_vm_readv only, no loader lock.
@@ -27,6 +27,8 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state);
 /// Writes the module lines from the live walk, or from the install-time table when the walk
 /// fails, then a `modules` line naming the source. Async-signal-safe.
 void ccr_record_write_modules_at_crash(ccr_writer *w);
+/// The same for a hang report, into memory of its own (a crash meanwhile writes its own table).
+void ccr_record_write_modules_for_hang(ccr_writer *w);
 
 /// Copies the GNU build-id from `size` bytes of a PT_NOTE segment whose p_align is `alignment`
 /// (4 or 8) into `m`. Each note's name and descriptor start at offsets from the segment's start

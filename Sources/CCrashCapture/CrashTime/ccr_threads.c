@@ -35,72 +35,91 @@ struct ccr_dirent64 {
 _Static_assert(offsetof(struct ccr_dirent64, d_reclen) == 16, "linux_dirent64 layout");
 _Static_assert(offsetof(struct ccr_dirent64, d_name) == 19, "linux_dirent64 layout");
 
-/// What the crashing thread learned about one other thread. Used by the crashing thread only.
-typedef struct listed_thread {
-    int tid;
-    int state;           // one of the LISTED_* below
-    int slot;            // index in ccr_threads.slots when asked, else -1
-    char name[17];
-} listed_thread;
-
 enum { LISTED_ASKED, LISTED_BLOCKED, LISTED_EXITED, LISTED_REPORTER, LISTED_NOT_ASKED };
 
-static listed_thread listed[CCR_THREADS_MAX];
-static char dirents[4096];
-static char status_text[4096];
-
 // MARK: - The answering side
+
+static void answer(ccr_collection *c, void *ucontext);
 
 /// An asked thread stays in its handler while the process dies, like a debugger's all-stop.
 /// Returning would end its interrupted call early (sleep, nanosleep, poll and sem_wait are never
 /// restarted), and a thread that takes that for its cue to exit() ends the process before the
 /// record is durable (seen: a fixture's main thread in sleep(20) printed "did not crash" and
 /// exited). Bounded like wait_for_other_crash in the handler, in case the process lives on.
-/// Async-signal-safe: poll.
-static void stay_until_the_process_ends(void) {
+/// While it stays, its own signal is blocked, so a crash's ask would never reach it: it looks for
+/// one every 10 ms (a thread that was answering a hang capture when the crash came answers the
+/// crash from here). `ucontext` NULL: it only stays. Async-signal-safe: poll.
+static void stay_until_the_process_ends(void *ucontext) {
     // 10 s, and longer by the crash-sender's wait when delivery at crash time is on: a thread let
     // go while the crashed process waits for the sender would go back to work (see above).
-    int rounds = 100 + (ccr_sender.enabled ? ccr_sender.wait_ms / 100 + 1 : 0);
-    for (int i = 0; i < rounds; i++) poll(NULL, 0, 100);
+    int rounds = (100 + (ccr_sender.enabled ? ccr_sender.wait_ms / 100 + 1 : 0)) * 10;
+    for (int i = 0; i < rounds; i++) {
+        if (ucontext != NULL && atomic_load(&ccr_threads.crash.active)) answer(&ccr_threads.crash, ucontext);
+        poll(NULL, 0, 10);
+    }
 }
 
-static void answer(void *ucontext);
+/// Lists the calling thread among those in their answer handler; returns its entry or NULL.
+static atomic_int *enter_handler(int tid) {
+    for (int i = 0; i < CCR_THREADS_MAX; i++) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&ccr_threads.staying[i], &expected, tid)) return &ccr_threads.staying[i];
+    }
+    return NULL;
+}
+
+/// Whether `tid` is in its answer handler (and so looks for a crash's ask). Async-signal-safe.
+static int is_staying(int tid) {
+    for (int i = 0; i < CCR_THREADS_MAX; i++) {
+        if (atomic_load_explicit(&ccr_threads.staying[i], memory_order_relaxed) == tid) return 1;
+    }
+    return 0;
+}
 
 void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     (void)signo;
     int saved_errno = errno;
-    int mode = atomic_load(&ccr_threads.active);
-    if (!mode || ucontext == NULL ||
+    int crash = atomic_load(&ccr_threads.crash.active), hang = atomic_load(&ccr_threads.hang.active);
+    if ((!crash && !hang) || ucontext == NULL ||
         (info && (info->si_code != SI_TKILL || info->si_pid != ccr_global.pid))) {
         errno = saved_errno;
         return;   // not ours: only the crashing thread (or the hang monitor) of this process asks, with tgkill
     }
-    atomic_fetch_add(&ccr_threads.in_answer, 1);
-    answer(ucontext);
-    atomic_fetch_sub(&ccr_threads.in_answer, 1);
+    // Listed while in here: a crash that comes meanwhile asks this thread though its signal is
+    // blocked (its mask says so), and the thread answers from stay_until_the_process_ends.
+    atomic_int *entry = enter_handler(ccr_gettid());
+    answer(crash ? &ccr_threads.crash : &ccr_threads.hang, ucontext);
+    // test: a thread that answered a hang capture stays in its handler until a crash begins (at
+    // most 10 s), so that the crash asks it while its own signal is blocked
+    for (int i = 0; !crash && ccr_global.test_misbehaviour == 7 && i < 1000 && atomic_load(&ccr_global.crashing_tid) == 0; i++) {
+        poll(NULL, 0, 10);
+    }
     // At a crash the thread stays (see stay_until_the_process_ends); for a hang it goes back to
     // what it was doing, like after a profiler's signal.
-    if (mode == CCR_COLLECTING_CRASH || atomic_load(&ccr_threads.active) == CCR_COLLECTING_CRASH) stay_until_the_process_ends();
+    if (crash || atomic_load(&ccr_global.crashing_tid) != 0) stay_until_the_process_ends(ucontext);
+    if (entry != NULL) atomic_store(entry, 0);
     errno = saved_errno;
 }
 
-/// Unwinds the calling thread into its slot, if it has one. Async-signal-safe.
-static void answer(void *ucontext) {
+/// Unwinds the calling thread into the slot `c` armed for it, if any. Async-signal-safe.
+static void answer(ccr_collection *c, void *ucontext) {
     int tid = ccr_gettid();
     ccr_thread_slot *slot = NULL;
-    int asked = ccr_threads.asked;
+    int asked = atomic_load(&c->asked);
     for (int i = 0; i < asked; i++) {
-        if (ccr_threads.slots[i].tid == tid) {
-            slot = &ccr_threads.slots[i];
+        if (c->slots[i].tid == tid && atomic_load(&c->slots[i].state) == CCR_SLOT_ASKED) {
+            slot = &c->slots[i];
             break;
         }
     }
     if (slot != NULL && ccr_global.test_misbehaviour == 5) {   // test: no thread answers
-        stay_until_the_process_ends();
-        slot = NULL;
+        stay_until_the_process_ends(NULL);
+        return;
     }
     int expected = CCR_SLOT_ASKED;
     if (slot == NULL || !atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_FP)) return;
+    // From here until the state leaves WRITING_*, only this thread changes the slot's state, and
+    // no collection arms the slot again.
     const ucontext_t *uc = (const ucontext_t *)ucontext;
 #if defined(__x86_64__)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
@@ -121,9 +140,9 @@ static void answer(void *ucontext) {
         slot->lu_depth = depth;
         slot->lu_lower_bound = lower_bound;
         atomic_store(&slot->state, kept > 0 ? CCR_SLOT_LU_DONE : CCR_SLOT_LU_FAILED);
-        // Wake the crashing thread at once rather than at its next look.
-        atomic_fetch_add(&ccr_threads.answers, 1);
-        syscall(SYS_futex, &ccr_threads.answers, (long)FUTEX_WAKE_PRIVATE, 1L, NULL, NULL, 0L);
+        // Wake the collecting thread at once rather than at its next look.
+        atomic_fetch_add(&c->answers, 1);
+        syscall(SYS_futex, &c->answers, (long)FUTEX_WAKE_PRIVATE, 1L, NULL, NULL, 0L);
     }
 }
 
@@ -175,10 +194,11 @@ static void read_name(int tid, char name[17]) {
 
 /// 1 when the thread blocks `signo` (SigBlk in its status), 0 when not, -1 when unreadable (gone).
 /// Async-signal-safe.
-static int blocks_signal(int tid, int signo) {
+static int blocks_signal(ccr_collection *c, int tid, int signo) {
     char path[64];
     task_path(path, tid, "status");
-    int n = read_small_file(path, status_text, sizeof status_text);
+    char *status_text = c->status_text;
+    int n = read_small_file(path, status_text, sizeof c->status_text);
     if (n <= 0) return -1;
     static const char key[] = "\nSigBlk:";
     for (int i = 0; i + (int)sizeof key - 1 <= n; i++) {
@@ -202,13 +222,14 @@ static int blocks_signal(int tid, int signo) {
 /// Fills `listed` from /proc/self/task, leaving out the crashing thread. Returns how many were
 /// listed; `*total` gets how many other threads exist (the listing stops at the limit).
 /// Async-signal-safe: open, getdents64, close.
-static int list_threads(int crashed_tid, int *total) {
+static int list_threads(ccr_collection *c, int crashed_tid, int *total) {
+    char *dirents = c->dirents;
     *total = 0;
     int count = 0;
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return 0;
     for (;;) {
-        long n = syscall(SYS_getdents64, (long)fd, dirents, (long)sizeof dirents);
+        long n = syscall(SYS_getdents64, (long)fd, dirents, (long)sizeof c->dirents);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         for (long offset = 0; offset < n;) {
@@ -221,7 +242,7 @@ static int list_threads(int crashed_tid, int *total) {
             for (; *p >= '0' && *p <= '9'; p++) tid = tid * 10 + (*p - '0');
             if (tid == crashed_tid) continue;
             (*total)++;
-            if (count < ccr_threads.limit) listed[count++].tid = tid;
+            if (count < ccr_threads.limit) c->listed[count++].tid = tid;
         }
     }
     close(fd);
@@ -246,9 +267,6 @@ static const char *state_name(int listed_state, int slot_state) {
     }
 }
 
-static uintptr_t scan_frames[CCR_THREAD_FRAMES_MAX];
-static uintptr_t scan_words[64];
-
 /// A hexadecimal field ("0x7ffd…") at `*p`, moving past it. Async-signal-safe.
 static uintptr_t parse_hex(const char **p) {
     const char *q = *p;
@@ -271,7 +289,8 @@ static uintptr_t parse_hex(const char **p) {
 /// that look like return addresses (in a module, after a call) are its callers, as a stack scan
 /// finds them (possibly with stale ones: the stack line says "stack-scan"). Returns the frames
 /// found, 0 when it was not in a system call. Async-signal-safe: open, read, process_vm_readv.
-static int scan_blocked_thread(int tid, int max) {
+static int scan_blocked_thread(ccr_collection *c, int tid, int max) {
+    uintptr_t *scan_frames = c->scan_frames, *scan_words = c->scan_words;
     char path[64], text[256];
     task_path(path, tid, "syscall");
     int n = read_small_file(path, text, sizeof text);
@@ -295,14 +314,14 @@ static int scan_blocked_thread(int tid, int max) {
     scan_frames[kept++] = pc;
     uintptr_t at = sp & ~(uintptr_t)(sizeof(uintptr_t) - 1);
     for (int chunk = 0; chunk < 64 && kept < max; chunk++) {   // at most 32 KiB of stack
-        struct iovec local = {.iov_base = scan_words, .iov_len = sizeof scan_words};
-        struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof scan_words};
+        struct iovec local = {.iov_base = scan_words, .iov_len = sizeof c->scan_words};
+        struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof c->scan_words};
         long got = syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L);
         if (got <= 0) break;
         for (long i = 0; i < got / (long)sizeof(uintptr_t) && kept < max; i++) {
             if (ccr_looks_like_return_address(scan_words[i])) scan_frames[kept++] = scan_words[i];
         }
-        if (got < (long)sizeof scan_words) break;   // the end of the stack's mapping
+        if (got < (long)sizeof c->scan_words) break;   // the end of the stack's mapping
         at += (uintptr_t)got;
     }
     return kept;
@@ -310,9 +329,9 @@ static int scan_blocked_thread(int tid, int max) {
 
 /// Writes one thread section; returns 1 when the thread answered with a complete walk.
 /// Async-signal-safe.
-static int write_thread(ccr_writer *w, const listed_thread *t) {
+static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_thread *t) {
     int slot_state = CCR_SLOT_FREE;
-    ccr_thread_slot *slot = t->slot >= 0 ? &ccr_threads.slots[t->slot] : NULL;
+    ccr_thread_slot *slot = t->slot >= 0 ? &c->slots[t->slot] : NULL;
     if (slot) {
         // Close the slot unless a walk is complete or being written after a complete one: once
         // closed, the thread never writes into it, so the frames read below cannot change.
@@ -336,9 +355,9 @@ static int write_thread(ccr_writer *w, const listed_thread *t) {
     ccr_writer_json_string(w, state_name(t->state, slot_state), 32);
     ccr_writer_text(w, "}\n");
     if (t->state == LISTED_BLOCKED || t->state == LISTED_NOT_ASKED) {
-        int scanned = scan_blocked_thread(t->tid, ccr_threads.frames);
+        int scanned = scan_blocked_thread(c, t->tid, ccr_threads.frames);
         if (scanned > 0) {
-            ccr_record_write_frames(w, scan_frames, scanned);
+            ccr_record_write_frames(w, c->scan_frames, scanned);
             ccr_record_write_stack(w, "stack-scan", scanned, scanned, 1, 0);
         }
         return 0;
@@ -370,50 +389,49 @@ static int still_pending(int state) {
     return state == CCR_SLOT_ASKED || state == CCR_SLOT_WRITING_FP || state == CCR_SLOT_FP_DONE || state == CCR_SLOT_WRITING_LU;
 }
 
-static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_ns, int mode, int first_tid);
+/// A slot whose thread is inside its answer and may still store into it: not armed again.
+static int being_written(int state) {
+    return state == CCR_SLOT_WRITING_FP || state == CCR_SLOT_WRITING_LU;
+}
+
+static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid, uint64_t started_ns, int first_tid);
 
 void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     if (!ccr_threads.enabled) return;
-    // A hang capture may hold the slots: give it a moment (it is bounded), then take them anyway;
-    // it sees the crash and abandons its record.
-    int expected = 0;
-    for (int i = 0; i < 300 && !atomic_compare_exchange_strong(&ccr_threads.collecting, &expected, 1); i++) {
-        expected = 0;
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
-        nanosleep(&pause, NULL);
-    }
-    atomic_store(&ccr_threads.collecting, 1);
-    collect_and_write(w, crashed_tid, started_ns, CCR_COLLECTING_CRASH, 0);
+    // The crash's own collection: a hang capture under way keeps its own and is not waited for.
+    collect_and_write(&ccr_threads.crash, w, crashed_tid, started_ns, 0);
+}
+
+static void reset_collection(ccr_collection *c) {
+    atomic_store(&c->active, 0);
+    atomic_store(&c->asked, 0);
+    for (int i = 0; i < CCR_THREADS_MAX; i++) atomic_store(&c->slots[i].state, CCR_SLOT_FREE);
+}
+
+void ccr_threads_reset_after_fork(void) {
+    reset_collection(&ccr_threads.crash);
+    reset_collection(&ccr_threads.hang);
+    atomic_store(&ccr_threads.hang_capturing, 0);
+    for (int i = 0; i < CCR_THREADS_MAX; i++) atomic_store(&ccr_threads.staying[i], 0);
 }
 
 int ccr_threads_begin_hang_capture(void) {
-    if (!ccr_threads.enabled || atomic_load(&ccr_threads.hang_unusable) || atomic_load(&ccr_global.crashing_tid) != 0) return -1;
+    if (!ccr_threads.enabled || atomic_load(&ccr_global.crashing_tid) != 0) return -1;
     int expected = 0;
-    return atomic_compare_exchange_strong(&ccr_threads.collecting, &expected, 1) ? 0 : -1;
+    return atomic_compare_exchange_strong(&ccr_threads.hang_capturing, &expected, 1) ? 0 : -1;
 }
 
 int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid) {
-    collect_and_write(w, ccr_gettid(), ccr_now_ns(CLOCK_MONOTONIC), CCR_COLLECTING_HANG, hung_tid);
-    int crashed = atomic_load(&ccr_threads.active) == CCR_COLLECTING_CRASH || atomic_load(&ccr_global.crashing_tid) != 0;
-    if (crashed) return -1;   // a crash took over: the process is ending, the crash record is what matters
-    // The slots are reused by the next capture: every thread must be out of its handler first.
-    // One still in libunwind after the wait would write into a slot armed again; if that can
-    // happen, hang captures stop asking threads for the rest of the process.
-    int left = 0;
-    for (int i = 0; i < 1000 && (left = atomic_load(&ccr_threads.in_answer)) > 0; i++) {
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
-        nanosleep(&pause, NULL);
-    }
-    if (left > 0) atomic_store(&ccr_threads.hang_unusable, 1);
-    atomic_store(&ccr_threads.active, 0);
-    atomic_store(&ccr_threads.collecting, 0);
-    return 0;
+    collect_and_write(&ccr_threads.hang, w, ccr_gettid(), ccr_now_ns(CLOCK_MONOTONIC), hung_tid);
+    atomic_store(&ccr_threads.hang_capturing, 0);
+    // A crash began meanwhile: the process is ending, and the crash record is what matters.
+    return atomic_load(&ccr_global.crashing_tid) != 0 ? -1 : 0;
 }
 
-static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_ns, int mode, int first_tid) {
+static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid, uint64_t started_ns, int first_tid) {
     uint64_t began = ccr_now_ns(CLOCK_MONOTONIC);
     int total = 0;
-    int count = list_threads(crashed_tid, &total);
+    int count = list_threads(c, crashed_tid, &total);
     // Someone may have taken the signal since start (a handler installed later replaces ours):
     // then sending it would run their handler in every thread. List the threads, ask none.
     struct sigaction current;
@@ -421,17 +439,21 @@ static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_n
                       current.sa_sigaction == ccr_threads_answer;
 
     // Arm every slot before the first signal: an answer may arrive while later ones are armed.
-    int asked = 0;
+    // A slot an earlier capture's late answer is still writing into is passed over; with none
+    // left, the thread is listed without being asked.
+    int asked = 0, next_slot = 0;
     for (int i = 0; i < count; i++) {
-        listed_thread *t = &listed[i];
+        ccr_listed_thread *t = &c->listed[i];
         t->slot = -1;
         read_name(t->tid, t->name);
         if (t->tid == ccr_global.watchdog_tid || is_reporter_thread(t->tid)) {
             t->state = LISTED_REPORTER;
             continue;
         }
-        int blocked = signal_ours ? blocks_signal(t->tid, ccr_threads.signo) : 0;
-        if (!signal_ours) {
+        int blocked = signal_ours ? blocks_signal(c, t->tid, ccr_threads.signo) : 0;
+        if (blocked > 0 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
+        while (next_slot < CCR_THREADS_MAX && being_written(atomic_load(&c->slots[next_slot].state))) next_slot++;
+        if (!signal_ours || next_slot == CCR_THREADS_MAX) {
             t->state = LISTED_NOT_ASKED;
         } else if (blocked < 0) {
             t->state = LISTED_EXITED;
@@ -439,21 +461,21 @@ static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_n
             t->state = LISTED_BLOCKED;
         } else {
             t->state = LISTED_ASKED;
-            t->slot = asked;
-            ccr_thread_slot *slot = &ccr_threads.slots[asked++];
+            t->slot = next_slot;
+            ccr_thread_slot *slot = &c->slots[next_slot++];
             slot->tid = t->tid;
             slot->fp_count = slot->lu_count = 0;
             atomic_store(&slot->state, CCR_SLOT_ASKED);
+            asked++;
         }
     }
-    ccr_threads.asked = asked;
-    // A crash during a hang capture wins: its mode, once stored, is never lowered here.
-    if (mode == CCR_COLLECTING_CRASH || atomic_load(&ccr_threads.active) != CCR_COLLECTING_CRASH) atomic_store(&ccr_threads.active, mode);
+    atomic_store(&c->asked, next_slot);
+    atomic_store(&c->active, 1);
     for (int i = 0; i < count; i++) {
-        listed_thread *t = &listed[i];
+        ccr_listed_thread *t = &c->listed[i];
         if (t->state != LISTED_ASKED) continue;
         if (syscall(SYS_tgkill, (long)ccr_global.pid, (long)t->tid, (long)ccr_threads.signo) != 0) {
-            atomic_store(&ccr_threads.slots[t->slot].state, CCR_SLOT_CLOSED);
+            atomic_store(&c->slots[t->slot].state, CCR_SLOT_CLOSED);
             t->state = LISTED_EXITED;
             t->slot = -1;
         }
@@ -468,9 +490,11 @@ static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_n
     if (budget_ns > left) budget_ns = left;
     uint64_t deadline = now + budget_ns;
     for (;;) {
-        int seen = atomic_load(&ccr_threads.answers);
+        int seen = atomic_load(&c->answers);
         int pending = 0;
-        for (int i = 0; i < asked; i++) pending += still_pending(atomic_load(&ccr_threads.slots[i].state));
+        for (int i = 0; i < count; i++) {
+            if (c->listed[i].slot >= 0) pending += still_pending(atomic_load(&c->slots[c->listed[i].slot].state));
+        }
         uint64_t at = ccr_now_ns(CLOCK_MONOTONIC);
         if (pending == 0 || at >= deadline) break;
         // Sleep until an answer bumps the counter (a wake, or EAGAIN if one came since `seen`),
@@ -478,15 +502,15 @@ static void collect_and_write(ccr_writer *w, int crashed_tid, uint64_t started_n
         // bumps nothing, and its state is seen at the next look.
         uint64_t nap = deadline - at < 1000000ull ? deadline - at : 1000000ull;
         struct timespec timeout = {.tv_sec = 0, .tv_nsec = (long)nap};
-        syscall(SYS_futex, &ccr_threads.answers, (long)FUTEX_WAIT_PRIVATE, (long)seen, &timeout, NULL, 0L);
+        syscall(SYS_futex, &c->answers, (long)FUTEX_WAIT_PRIVATE, (long)seen, &timeout, NULL, 0L);
     }
     uint64_t waited = ccr_now_ns(CLOCK_MONOTONIC) - now;   // from the last signal sent
 
     int answered = 0;
     // A hang record's first thread is the one that stopped beating: the record's main thread.
-    for (int i = 0; i < count; i++) if (first_tid && listed[i].tid == first_tid) answered += write_thread(w, &listed[i]);
-    for (int i = 0; i < count; i++) if (!first_tid || listed[i].tid != first_tid) answered += write_thread(w, &listed[i]);
-    if (mode == CCR_COLLECTING_CRASH) atomic_store(&ccr_threads.active, 0);
+    for (int i = 0; i < count; i++) if (first_tid && c->listed[i].tid == first_tid) answered += write_thread(c, w, &c->listed[i]);
+    for (int i = 0; i < count; i++) if (!first_tid || c->listed[i].tid != first_tid) answered += write_thread(c, w, &c->listed[i]);
+    atomic_store(&c->active, 0);
 
     ccr_writer_text(w, "{\"type\":\"threads\"");
     ccr_writer_key(w, "total", 0);

@@ -46,6 +46,31 @@ typedef struct ccr_thread_slot {
     uintptr_t lu_frames[CCR_THREAD_FRAMES_MAX];
 } ccr_thread_slot;
 
+/// What the crashing thread (or the hang monitor) learned about one other thread.
+typedef struct ccr_listed_thread {
+    int tid;
+    int state;           // LISTED_* in ccr_threads.c
+    int slot;            // index in the collection's slots when asked, else -1
+    char name[17];
+} ccr_listed_thread;
+
+/// One collection's memory: the crash has one, hang captures another, so a crash during a hang
+/// capture neither waits for it nor shares a byte with it. A slot whose thread was still writing
+/// when its capture ended (WRITING_FP or WRITING_LU) is not armed again until the thread is done
+/// with it; the next capture uses other slots.
+typedef struct ccr_collection {
+    atomic_int active;       // 1 while answers are collected, else 0
+    atomic_int asked;        // slots in use by this collection: 0 … asked-1
+    atomic_int answers;      // bumped (then a futex wake) each time a thread finishes its answer
+    ccr_thread_slot slots[CCR_THREADS_MAX];
+    // The collecting thread's own scratch.
+    ccr_listed_thread listed[CCR_THREADS_MAX];
+    char dirents[4096];
+    char status_text[4096];
+    uintptr_t scan_frames[CCR_THREAD_FRAMES_MAX];
+    uintptr_t scan_words[64];
+} ccr_collection;
+
 /// Written at install (before the signal action is set); read lock-free at crash time.
 typedef struct ccr_threads_state {
     int enabled;
@@ -53,28 +78,24 @@ typedef struct ccr_threads_state {
     int limit;               // other threads listed at most
     int frames;              // frames kept per other thread
     int wait_ms;             // longest total wait for answers
-    atomic_int active;       // CCR_COLLECTING_* while answers are collected, else 0
-    int asked;               // slots armed in this collection
-    atomic_int answers;      // bumped (then a futex wake) each time a thread finishes its answer
     atomic_int reporter_tids[CCR_REPORTER_THREADS];   // this library's own threads: listed, never asked
-    atomic_int collecting;   // 1 while a crash or a hang capture owns the slots
-    atomic_int in_answer;    // threads inside ccr_threads_answer's unwinding
-    atomic_int hang_unusable;   // a thread outlived a hang capture's wait: no more hang captures
-    ccr_thread_slot slots[CCR_THREADS_MAX];
+    atomic_int hang_capturing;   // 1 while a hang capture runs (one at a time)
+    /// Threads in their answer handler (their own signal blocked there), which look for a crash's
+    /// ask themselves: a crash asks them though their mask says they block the signal.
+    atomic_int staying[CCR_THREADS_MAX];
+    ccr_collection crash;
+    ccr_collection hang;
 } ccr_threads_state;
 
 extern ccr_threads_state ccr_threads;
 
-/// What the asking thread is collecting for (ccr_threads.active).
-enum { CCR_COLLECTING_CRASH = 1, CCR_COLLECTING_HANG = 2 };
-
-/// Takes the slots for a hang capture: 0, or -1 when threads are off, a crash is in progress,
-/// another capture holds them, or an earlier capture's threads did not leave in time.
+/// Takes the hang collection: 0, or -1 when threads are off, a crash is in progress, or another
+/// hang capture holds it.
 int ccr_threads_begin_hang_capture(void);
 /// For a hang report, from the hang monitor's thread (not a crash), after
 /// ccr_threads_begin_hang_capture: lists and asks every other thread as a crash does, writes the
 /// thread sections with `hung_tid`'s first, lets the threads go back to their work and releases
-/// the slots. Returns 0, or -1 when a crash began meanwhile (the slots stay the crash's).
+/// the collection. Returns 0, or -1 when a crash began meanwhile (the crash record is what matters).
 /// Async-signal-safe calls only, but meant for a normal thread.
 int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid);
 
@@ -82,6 +103,10 @@ int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid);
 /// slot, frame pointers first, then libunwind. Returns at once when no collection is under way or
 /// the thread has no slot. Async-signal-safe (libunwind as in ccr_unwind_libunwind).
 void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext);
+
+/// In a forked child's first crash: forgets the parent's collections (their threads are not in
+/// the child). Async-signal-safe.
+void ccr_threads_reset_after_fork(void);
 
 /// At a crash, after the crashing thread's own stack line: lists every other thread, asks those
 /// that can answer to unwind themselves, waits at most the configured time (and never more than

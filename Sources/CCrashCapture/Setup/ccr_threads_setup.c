@@ -31,7 +31,8 @@ void ccr_threads_install(const ccr_install_options *o) {
     ccr_threads.limit = limit > CCR_THREADS_MAX ? CCR_THREADS_MAX : limit;
     ccr_threads.frames = frames > CCR_THREAD_FRAMES_MAX ? CCR_THREAD_FRAMES_MAX : frames;
     ccr_threads.wait_ms = o->thread_wait_ms <= 0 ? CCR_THREAD_WAIT_MS_DEFAULT : o->thread_wait_ms;
-    atomic_store(&ccr_threads.active, 0);
+    atomic_store(&ccr_threads.crash.active, 0);
+    atomic_store(&ccr_threads.hang.active, 0);
     int signo = choose_signal();
     if (signo < 0) return;
 

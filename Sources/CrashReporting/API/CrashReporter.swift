@@ -320,6 +320,7 @@ public enum CrashReporter {
         case "threads-stall-after-frame-pointers": return 4
         case "threads-never-answer": return 5
         case "unwind-step-fails": return 6
+        case "threads-stay-after-hang-answer": return 7
         default: return 0
         }
     }
