@@ -42,6 +42,10 @@ enum Fixture: String, CaseIterable {
     /// A forked child faults first (it must die by SIGSEGV without touching the parent's record
     /// file, session or watchdog); then the parent faults and must get its own record.
     case forkChildCrashThenParentCrash = "fork-child-crash-then-parent-crash"
+    /// Run with hang-in-handler: the main thread faults and its handler stalls; meanwhile another
+    /// thread forks once the parent's record has its module table, and the child faults. The
+    /// child inherits the parent's claim on the crash, but not its thread.
+    case forkDuringParentCrash = "fork-during-parent-crash"
     /// fork(); the parent exit()s at once; the child (setsid, stdio on /dev/null) then crashes.
     case daemonisedChildCrash = "daemonised-child-crash"
     /// A write through 0x10 in a leaf that keeps no frame, called from a function that does.
@@ -84,7 +88,7 @@ func waitForCoarseClockTick() {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
-         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .daemonisedChildCrash, .sigtermDuringCrash:
+         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .daemonisedChildCrash, .sigtermDuringCrash:
         cfs_write_null_pointer()
     case .seccompTrappedSystemCall:
         sink &+= cfs_trapped_system_call()
@@ -341,6 +345,22 @@ case .forkChildCrashThenParentCrash:
     let status = cfs_fork_child_that_faults(&child)
     let ending = status & 0x7f != 0 ? "signal \(status & 0x7f)" : "exit status \((status >> 8) & 0xff)"
     FileHandle.standardError.write(Data("child \(child) ended by \(ending)\n".utf8))
+    level1(fixture)
+case .forkDuringParentCrash:
+    let folder = reportsDirectory + "/new"
+    let forker = Thread {
+        for _ in 0..<3000 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            if names.contains(where: { (try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8))?.contains(#""type":"modules""#) == true }) {
+                var child: Int32 = 0
+                let status = cfs_fork_child_that_faults(&child)
+                FileHandle.standardError.write(Data("child \(child) ended by signal \(status & 0x7f)\n".utf8))
+                return
+            }
+            usleep(10_000)
+        }
+    }
+    forker.start()
     level1(fixture)
 case .daemonisedChildCrash:
     let daemon = cfs_daemonise_then_fault()

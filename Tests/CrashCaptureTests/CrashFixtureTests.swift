@@ -432,6 +432,27 @@ struct HandlerProcessTests {
         _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
     }
 
+    @Test("a child forked while the parent's crash handler runs gets its own record of its own crash")
+    func forkDuringParentCrash() throws {
+        // Under hang-in-handler both handlers stall and are finished by their watchdogs. The child
+        // may outlive the parent (its alarm starts later): wait for its record, bounded.
+        let run = try FixtureRun.run("fork-during-parent-crash", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.terminatedBySignal == SIGSEGV, "stderr: \(run.standardError.prefix(600))")
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        while run.pendingRecords.count < 2, clock.now < deadline { usleep(10_000) }
+        let records = try run.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        #expect(records.count == 2, "records: \(run.pendingRecords.map(\.lastPathComponent)); new/: \(run.newFiles.map(\.lastPathComponent))")
+        let parent = try #require(records.first { $0.forkedFromProcessID == nil })
+        let child = try #require(records.first { $0.forkedFromProcessID != nil }, "no record of the child's crash")
+        #expect(child.forkedFromProcessID == parent.processID && child.forkedFromRecordID == parent.id)
+        #expect(child.processID != parent.processID)
+        #expect(child.signal?.number == SIGSEGV && child.hasEnd)
+        #expect(child.watchdog != nil, "the child's stall is finished by its own alarm")
+        #expect(parent.watchdog != nil && parent.hasEnd && parent.thread?.id == parent.processID)
+        _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_that_faults"], in: try LLVMSymbolizer.symbolize(child))
+    }
+
     @Test("a daemonised child's crash is recorded after its parent exit()ed", arguments: BuildConfiguration.allCases)
     func daemonisedChildCrash(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("daemonised-child-crash", configuration)

@@ -21,6 +21,7 @@
 
 #include "ccr_crashtime.h"
 #include "ccr_session.h"
+#include "ccr_threads.h"
 
 void ccr_make_record_id(char *out) {
     uint8_t bytes[16] = {0};
@@ -135,6 +136,10 @@ int ccr_fork_adopt(void) {
     ccr_global.record_fd = fd;   // the parent's descriptor stays open and untouched
     ccr_global.watchdog_fd[1] = -1;
     ccr_session = NULL;
+    // Forked during the parent's crash: the parent's finisher claim and thread collection are not
+    // this process's (their threads are not here).
+    atomic_store(&ccr_global.finisher, CCR_FINISHER_NONE);
+    ccr_threads_reset_after_fork();
     start_child_watchdog();
     return 0;
 }

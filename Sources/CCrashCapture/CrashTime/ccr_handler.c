@@ -379,6 +379,15 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     int tid = ccr_gettid();
 
     int expected = 0;
+    if (forked) {
+        // A child forked while one of the parent's threads was in this handler inherits that
+        // thread's claim, but not the thread: a claim whose owner is not in this process is stale.
+        int inherited = atomic_load(&ccr_global.crashing_tid);
+        if (inherited != 0 && inherited != tid &&
+            syscall(SYS_tgkill, (long)ccr_getpid(), (long)inherited, 0L) != 0 && errno == ESRCH) {
+            expected = inherited;
+        }
+    }
     if (!atomic_compare_exchange_strong(&ccr_global.crashing_tid, &expected, tid)) {
         if (expected == tid) handle_nested_crash(signo, info);
         else wait_for_other_crash(signo);
