@@ -4,12 +4,19 @@
 // fails or the wait runs out, the record stays in pending/ for the next launch, which sends it
 // under the same idempotency key.
 //
-// The child is made with a raw clone(SIGCHLD): no atfork handlers (which may take locks), and it
-// runs nothing but system calls before execve. It closes every descriptor above 2, so that no
+// The child is made with clone(CLONE_VM | CLONE_VFORK) on a small static stack, as posix_spawn
+// does: no atfork handlers (which may take locks), no copy of the page tables (a fork-style copy of
+// a large process can fail with ENOMEM near a memory limit, and takes time proportional to its
+// mappings), and this thread waits until the child has called execve. The child runs nothing but
+// system calls before execve, and its descriptor table is its own (no CLONE_FILES). It closes every descriptor above 2, so that no
 // listening socket or lock of the app outlives it in the sender, and keeps the handler's signal
 // mask through execve (crash-sender unblocks its signals itself). Threads held in their handlers
 // stay held for the sender's wait too (ccr_threads.c).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   // clone(2)
+#endif
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
@@ -30,26 +37,39 @@ static void close_descriptors_above_stderr(void) {
     for (int fd = 3; fd < 65536; fd++) close(fd);
 }
 
+/// The child's stack: it shares this process's memory, so it needs its own while this thread is
+/// suspended in clone (CLONE_VFORK). 64 KiB: close_range, execve and their wrappers need far less.
+static _Alignas(16) char child_stack[65536];
+static char *child_argv[6];
+
+/// The child: system calls only. The mask stays as the handler has it (almost everything blocked)
+/// through execve, which resets the app's handlers: a SIGTERM to the group now cannot run an app
+/// handler in this copy of the crashed process. crash-sender unblocks its signals first thing.
+static int sender_child(void *unused) {
+    (void)unused;
+    close_descriptors_above_stderr();
+    execve(ccr_sender.path, child_argv, ccr_sender.envp);
+    syscall(SYS_exit_group, 127L);
+    return 127;
+}
+
 void ccr_sender_run(int *exit_status, uint64_t *waited_ns) {
     *exit_status = -1;
     *waited_ns = 0;
     if (!ccr_sender.enabled) return;
-    char *argv[] = {ccr_sender.path, argument_flag_config, ccr_sender.config, argument_flag_record,
-                    ccr_global.pending_path, NULL};
+    child_argv[0] = ccr_sender.path;
+    child_argv[1] = argument_flag_config;
+    child_argv[2] = ccr_sender.config;
+    child_argv[3] = argument_flag_record;
+    child_argv[4] = ccr_global.pending_path;
+    child_argv[5] = NULL;
     uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
     // The record is durable and in pending/: let go of its lock (taken at install so that no
     // other process's start moves the file while it is written), or the sender could not take it.
     syscall(SYS_flock, (long)ccr_global.record_fd, (long)LOCK_UN);
-    long child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+    // The stack grows down on the architectures this builds for: pass its top.
+    int child = clone(sender_child, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
     if (child < 0) return;
-    if (child == 0) {
-        // The mask stays as the handler has it (almost everything blocked) through execve, which
-        // resets the app's handlers: a SIGTERM to the group now cannot run an app handler in this
-        // copy of the crashed process. crash-sender unblocks its signals first thing.
-        close_descriptors_above_stderr();
-        execve(ccr_sender.path, argv, ccr_sender.envp);
-        syscall(SYS_exit_group, 127L);
-    }
     uint64_t deadline = started + (uint64_t)ccr_sender.wait_ms * 1000000ull;
     for (;;) {
         int status = 0;
