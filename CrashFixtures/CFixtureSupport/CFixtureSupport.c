@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,6 +118,60 @@ void cfs_name_current_thread(const char *name) {
 int cfs_fork_child_that_faults(int *child_pid) {
     pid_t child = fork();
     if (child == 0) {
+        cfs_write_null_pointer();
+        _exit(0);   // not reached
+    }
+    if (child < 0) return -1;
+    *child_pid = (int)child;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {}
+    return status;
+}
+
+/// Whether a file in `folder` contains `text` (read up to 64 KiB each).
+static int folder_has_text(const char *folder, const char *text) {
+    DIR *directory = opendir(folder);
+    if (directory == NULL) return 0;
+    int found = 0;
+    static char contents[65536];
+    for (struct dirent *entry; !found && (entry = readdir(directory)) != NULL;) {
+        if (entry->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", folder, entry->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, contents, sizeof contents - 1);
+        close(fd);
+        if (n > 0) {
+            contents[n] = '\0';
+            found = strstr(contents, text) != NULL;
+        }
+    }
+    closedir(directory);
+    return found;
+}
+
+int cfs_fork_child_that_faults_then_alarm(int *child_pid, const char *new_folder) {
+    pid_t child = fork();
+    if (child == 0) {
+        cfs_write_null_pointer();
+        _exit(0);   // not reached
+    }
+    if (child < 0) return -1;
+    *child_pid = (int)child;
+    for (int i = 0; i < 3000 && !folder_has_text(new_folder, "\"type\":\"modules\""); i++) usleep(10000);
+    kill(child, SIGALRM);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {}
+    return status;
+}
+
+int cfs_fork_child_out_of_descriptors_that_faults(int *child_pid) {
+    pid_t child = fork();
+    if (child == 0) {
+        struct rlimit limit = {.rlim_cur = 64, .rlim_max = 64};
+        setrlimit(RLIMIT_NOFILE, &limit);
+        while (open("/dev/null", O_RDONLY) >= 0) {}
         cfs_write_null_pointer();
         _exit(0);   // not reached
     }

@@ -46,6 +46,8 @@ enum Fixture: String, CaseIterable {
     /// thread forks once the parent's record has its module table, and the child faults. The
     /// child inherits the parent's claim on the crash, but not its thread.
     case forkDuringParentCrash = "fork-during-parent-crash"
+    /// As fork-child-crash-then-parent-crash, but the child has used up its descriptors (EMFILE).
+    case forkChildOutOfDescriptorsCrash = "fork-child-out-of-descriptors-crash"
     /// fork(); the parent exit()s at once; the child (setsid, stdio on /dev/null) then crashes.
     case daemonisedChildCrash = "daemonised-child-crash"
     /// A write through 0x10 in a leaf that keeps no frame, called from a function that does.
@@ -88,7 +90,7 @@ func waitForCoarseClockTick() {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
-         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .daemonisedChildCrash, .sigtermDuringCrash:
+         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .forkChildOutOfDescriptorsCrash, .daemonisedChildCrash, .sigtermDuringCrash:
         cfs_write_null_pointer()
     case .seccompTrappedSystemCall:
         sink &+= cfs_trapped_system_call()
@@ -342,9 +344,17 @@ case .dlopenedLibraryCrash:
     level1(fixture)
 case .forkChildCrashThenParentCrash:
     var child: Int32 = 0
-    let status = cfs_fork_child_that_faults(&child)
+    // CRASH_FIXTURE_CHILD_SIGALRM=1: the parent sends the crashing child a SIGALRM with kill(2).
+    let status = ProcessInfo.processInfo.environment["CRASH_FIXTURE_CHILD_SIGALRM"] == "1"
+        ? cfs_fork_child_that_faults_then_alarm(&child, reportsDirectory + "/new")
+        : cfs_fork_child_that_faults(&child)
     let ending = status & 0x7f != 0 ? "signal \(status & 0x7f)" : "exit status \((status >> 8) & 0xff)"
     FileHandle.standardError.write(Data("child \(child) ended by \(ending)\n".utf8))
+    level1(fixture)
+case .forkChildOutOfDescriptorsCrash:
+    var child: Int32 = 0
+    let status = cfs_fork_child_out_of_descriptors_that_faults(&child)
+    FileHandle.standardError.write(Data("child \(child) ended by signal \(status & 0x7f)\n".utf8))
     level1(fixture)
 case .forkDuringParentCrash:
     let folder = reportsDirectory + "/new"

@@ -432,6 +432,31 @@ struct HandlerProcessTests {
         _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
     }
 
+    @Test("a forked child that used up its descriptors (EMFILE) still gets its own record")
+    func forkedChildOutOfDescriptors() throws {
+        let run = try FixtureRun.run("fork-child-out-of-descriptors-crash", .debug)
+        #expect(run.standardError.contains("ended by signal 11"), "stderr: \(run.standardError.prefix(600))")
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let child = try #require(printedPID(run, after: "child"))
+        let (childRecord, record) = try childAndParentRecords(run, child: child)
+        #expect(childRecord.forkedFromProcessID == record.processID)
+        #expect(childRecord.hasEnd && childRecord.signal?.number == SIGSEGV)
+        _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_out_of_descriptors_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
+    }
+
+    @Test("in a crashing child, only the watchdog's own alarm counts: a SIGALRM from kill(2) is not taken for it")
+    func forkedChildSIGALRMFromKill() throws {
+        // Under hang-in-handler the child's handler stalls; the parent sends the child a SIGALRM
+        // with kill(2) once the child's record has its module table. Taken for the watchdog's, it
+        // would have finished the record at once.
+        let run = try FixtureRun.run("fork-child-crash-then-parent-crash", .debug,
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler", "CRASH_FIXTURE_CHILD_SIGALRM": "1"])
+        let child = try #require(printedPID(run, after: "child"))
+        let (childRecord, _) = try childAndParentRecords(run, child: child)
+        let childWatchdog = try #require(childRecord.watchdog, "the child's stall is finished by its alarm")
+        #expect(childWatchdog.waitedMilliseconds >= 1900, "a kill(2) SIGALRM sent at once did not end the wait early")
+    }
+
     @Test("a child forked while the parent's crash handler runs gets its own record of its own crash")
     func forkDuringParentCrash() throws {
         // Under hang-in-handler both handlers stall and are finished by their watchdogs. The child

@@ -23,6 +23,12 @@ void cfs_hold_loader_lock_on_new_thread(void);
 
 /// Forks a child that writes through a null pointer; returns the child's wait status (or -1).
 int cfs_fork_child_that_faults(int *child_pid);
+/// The same; once the child's crash record in `new_folder` has its module table (its handler and
+/// watchdog are running), the parent sends the child a SIGALRM with kill(2).
+int cfs_fork_child_that_faults_then_alarm(int *child_pid, const char *new_folder);
+/// The same, but the child first lowers its descriptor limit to 64 and opens /dev/null until
+/// open fails (EMFILE), then faults with no descriptor free.
+int cfs_fork_child_out_of_descriptors_that_faults(int *child_pid);
 /// Forks; the child waits for the parent to be gone, calls setsid(), points 0-2 at /dev/null and
 /// writes through a null pointer. Returns the child's pid in the parent.
 int cfs_daemonise_then_fault(void);

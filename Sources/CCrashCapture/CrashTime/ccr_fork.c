@@ -62,12 +62,27 @@ static int record_path(char *out, const char *reports, size_t reports_length, co
     return 0;
 }
 
+/// The app's SIGALRM action, put back when the child's crash is recorded (the app's own SIGSEGV
+/// handler, chained after, may recover and go on).
+static struct sigaction previous_alarm_action;
+static int alarm_action_taken, alarm_rearmed;
+
 /// SIGALRM in a crashing child: its handler took longer than the watchdog's budget.
 static void child_watchdog_alarm(int signo, siginfo_t *info, void *ucontext) {
-    (void)signo; (void)info; (void)ucontext;
+    (void)signo; (void)ucontext;
+    // Only the alarm(2) armed below: its expiry comes from the kernel (SI_KERNEL). A SIGALRM sent
+    // with kill(2) (SI_USER) or by an app's POSIX timer (SI_TIMER) is not the watchdog.
+    if (info != NULL && info->si_code != SI_KERNEL) return;
     int claim = CCR_FINISHER_NONE;
     if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
         ccr_watchdog_finish_record();
+        ccr_die(ccr_global.context.signo);
+    }
+    // The handler is finishing the record itself (it claimed it first): one more period, then end.
+    if (!alarm_rearmed) {
+        alarm_rearmed = 1;
+        alarm(1);
+        return;
     }
     ccr_die(ccr_global.context.signo);
 }
@@ -80,7 +95,8 @@ static void start_child_watchdog(void) {
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
     for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigaddset(&action.sa_mask, ccr_global.signals[i]);
-    if (sigaction(SIGALRM, &action, NULL) != 0) return;
+    if (sigaction(SIGALRM, &action, &previous_alarm_action) != 0) return;
+    alarm_action_taken = 1;
     // The crash handler's mask blocks every signal but the crash signals: let this one in.
     sigset_t alarm_only;
     sigemptyset(&alarm_only);
@@ -90,7 +106,12 @@ static void start_child_watchdog(void) {
 }
 
 void ccr_fork_stop_watchdog(void) {
-    if (ccr_global.forked_from_pid != 0) alarm(0);
+    if (ccr_global.forked_from_pid == 0) return;
+    alarm(0);
+    if (alarm_action_taken) {
+        sigaction(SIGALRM, &previous_alarm_action, NULL);
+        alarm_action_taken = 0;
+    }
 }
 
 int ccr_fork_adopt(void) {
@@ -114,6 +135,13 @@ int ccr_fork_adopt(void) {
         record_path(child_pending, reports, slash, "pending", id) != 0) {
         return -1;
     }
+    // The parent's record file and watchdog pipe are not this process's to write: close the
+    // child's copies first, which also leaves a descriptor free for the child's own file in a
+    // child that used up its limit (EMFILE). The parent's stay open in the parent.
+    close(ccr_global.record_fd);
+    ccr_global.record_fd = -1;
+    if (ccr_global.watchdog_fd[1] >= 0) close(ccr_global.watchdog_fd[1]);
+    ccr_global.watchdog_fd[1] = -1;
     int fd = open(child_new, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         // new/ gone (an operator's cleanup): make it again, once.
@@ -133,8 +161,7 @@ int ccr_fork_adopt(void) {
     memcpy(ccr_global.record_id, id, sizeof id);
     memcpy(ccr_global.new_path, child_new, sizeof child_new);
     memcpy(ccr_global.pending_path, child_pending, sizeof child_pending);
-    ccr_global.record_fd = fd;   // the parent's descriptor stays open and untouched
-    ccr_global.watchdog_fd[1] = -1;
+    ccr_global.record_fd = fd;
     ccr_session = NULL;
     // Forked during the parent's crash: the parent's finisher claim and thread collection are not
     // this process's (their threads are not here).
