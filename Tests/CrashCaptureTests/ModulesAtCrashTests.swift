@@ -63,6 +63,19 @@ struct ModulesAtCrashTests {
         _ = checkOrder(["plugin_crash", "callPlugin", "level5", "level4", "level3", "level2", "level1"], in: frames)
     }
 
+    @Test("an object recognised from start whose build-id changed in memory (a rebuilt library reloaded in place) is read again")
+    func staleInstallBuildIDs() throws {
+        // Every build-id kept at start is made wrong on purpose; the walk must not copy them.
+        let run = try FixtureRun.run("null-pointer-write", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "stale-install-build-ids"])
+        let record = try run.onlyRecord()
+        #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+        #expect(record.moduleTable?.source == "link_map")
+        #expect(record.modules.count > 3)
+        try checkModules(record)
+        let frames = try LLVMSymbolizer.symbolize(record)
+        _ = checkOrder(["cfs_write_null_pointer"], in: frames)
+    }
+
     @Test("when the walk fails, the table from start is written and the record says so")
     func fallsBackToInstallTable() throws {
         let libraries = try buildPluginLibraries()

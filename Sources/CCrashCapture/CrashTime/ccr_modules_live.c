@@ -25,6 +25,10 @@ typedef struct live_scratch {
     ccr_module table[CCR_MAX_MODULES];
     uint8_t notes[4096];
     ElfW(Phdr) phdrs[64];
+    // The build-ids of the objects copied from the install-time table, read again in one call.
+    int known[CCR_MAX_MODULES];   // their indices in `table`
+    struct iovec local[CCR_MAX_MODULES], remote[CCR_MAX_MODULES];
+    uint8_t build_ids[CCR_MAX_MODULES][CCR_BUILD_ID_MAX];
 } live_scratch;
 static live_scratch crash_scratch, hang_scratch;
 
@@ -71,6 +75,7 @@ static void read_build_id(live_scratch *x, uintptr_t address, size_t size, size_
     long n = read_memory(address, x->notes, size);
     if (n <= 0) return;
     ccr_notes_find_build_id(x->notes, (size_t)n, alignment, m);
+    if (m->build_id_length) m->build_id_address = address + (m->build_id_address - (uintptr_t)x->notes);   // in memory, not in the copy
 }
 
 void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment, ccr_module *m) {
@@ -88,6 +93,7 @@ void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment
             size_t length = header.n_descsz < CCR_BUILD_ID_MAX ? header.n_descsz : CCR_BUILD_ID_MAX;
             memcpy(m->build_id, notes + desc_at, length);
             m->build_id_length = (uint8_t)length;
+            m->build_id_address = (uintptr_t)(notes + desc_at);
             return;
         }
         if (next <= offset) return;
@@ -145,6 +151,35 @@ static const ccr_module *known_module(const struct link_map *map, int position) 
     return NULL;
 }
 
+/// An object recognised by its bias, l_name and l_ld may still be another one: unloaded, then a
+/// rebuilt file loaded at the same address, its name in the freed string's place. Its build-id's
+/// bytes are read again, all objects' in one process_vm_readv; one that differs (or could not be
+/// read) is read whole, as an object unknown at start is. Async-signal-safe.
+static void verify_known_build_ids(live_scratch *x, int known_count) {
+    if (known_count == 0) return;
+    for (int k = 0; k < known_count; k++) {
+        const ccr_module *m = &x->table[x->known[k]];
+        x->local[k] = (struct iovec){.iov_base = x->build_ids[k], .iov_len = m->build_id_length};
+        x->remote[k] = (struct iovec){.iov_base = (void *)m->build_id_address, .iov_len = m->build_id_length};
+    }
+    long got = syscall(SYS_process_vm_readv, (long)ccr_getpid(), x->local, (long)known_count, x->remote, (long)known_count, 0L);
+    size_t read_so_far = 0;
+    for (int k = 0; k < known_count; k++) {
+        ccr_module *m = &x->table[x->known[k]];
+        read_so_far += m->build_id_length;
+        int same = got > 0 && (size_t)got >= read_so_far && memcmp(x->build_ids[k], m->build_id, m->build_id_length) == 0;
+        if (same) continue;
+        // Read it as an unknown object: its headers and note from memory. The path stays the
+        // loader's (the same l_name pointer).
+        m->build_id_length = 0;
+        m->build_id_address = 0;
+        int ok = x->known[k] == 0   // the main program: its headers from the auxiliary vector
+                     ? read_segments(x, m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m)
+                     : read_object(x, m->bias, m);
+        if (ok != 0) m->start = m->end = 0;   // unreadable: no range, so no frame is put in it
+    }
+}
+
 static int collect(live_scratch *x, const ccr_module **table, int *loader_state) {
     *table = NULL;
     *loader_state = -1;
@@ -152,7 +187,7 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state)
     struct r_debug debug;
     if (read_exact(ccr_modules_live.r_debug, &debug, sizeof debug) != 0 || debug.r_version < 1) return -1;
     *loader_state = (int)debug.r_state;
-    int count = 0;
+    int count = 0, known_count = 0;
     uintptr_t node = (uintptr_t)debug.r_map;
     for (int visited = 0; node != 0; visited++) {
         // More nodes than the table holds (or a cycle): the list is not what it should be.
@@ -161,8 +196,9 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state)
         if (read_exact(node, &map, sizeof map) != 0) return -1;
         ccr_module *m = &x->table[count];
         const ccr_module *known = known_module(&map, count);
-        if (known != NULL) {   // loaded before start and still there: nothing more to read
+        if (known != NULL) {   // loaded before start and still there: only its build-id is read again, below
             memcpy(m, known, sizeof *m);
+            if (m->build_id_length > 0 && m->build_id_address != 0) x->known[known_count++] = count;
             count++;
             node = (uintptr_t)map.l_next;
             continue;
@@ -183,6 +219,7 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state)
         node = (uintptr_t)map.l_next;
     }
     if (count == 0) return -1;
+    verify_known_build_ids(x, known_count);
     *table = x->table;
     return count;
 }

@@ -38,6 +38,9 @@ typedef struct ccr_module {
     // walk so the crash-time walk can recognise an object it already knows without reading it again.
     uintptr_t name_address;
     uintptr_t dynamic;
+    /// Where the build-id's bytes are in memory (0 when none): the crash-time walk reads them again
+    /// for an object it recognises, in case it was unloaded and a rebuilt file loaded in its place.
+    uintptr_t build_id_address;
 } ccr_module;
 
 /// Entry points of the dlopen'ed libunwind (local-only `_UL<arch>_*` names).

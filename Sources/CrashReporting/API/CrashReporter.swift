@@ -321,6 +321,7 @@ public enum CrashReporter {
         case "threads-never-answer": return 5
         case "unwind-step-fails": return 6
         case "threads-stay-after-hang-answer": return 7
+        case "stale-install-build-ids": return 8
         default: return 0
         }
     }
