@@ -23,6 +23,12 @@ enum HangMode: String, CaseIterable {
     /// in new/, another thread, which blocks the real-time signals (never asked), crashes in
     /// `crashAfterHangCapture()`. Prints "worker-tid <tid>".
     case crashDuringHangAnswers = "crash-during-hang-answers"
+    /// The main queue is drained (dispatchMain, as an async main does); one block on it stays
+    /// 1.5 s in `blockedInHang()`; exits once the main queue's hang report is in pending/.
+    case mainThreadHang = "main-thread-hang"
+    /// Starts with the configuration's default hang detection; prints "hangs <threshold ms>" or
+    /// "hangs off", and exits.
+    case hangDefault = "hang-default"
 }
 
 @inline(never) func crashAfterHangCapture() {
@@ -68,12 +74,17 @@ private func waitForRecord(in folder: String, containing text: String) -> Bool {
 func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
     var configuration = fixtureConfiguration(reportsDirectory)
     if mode == .idle {
-        if ProcessInfo.processInfo.environment["CRASH_FIXTURE_HANGS"] != "0" { configuration.hangs = .init() }
+        configuration.hangs = ProcessInfo.processInfo.environment["CRASH_FIXTURE_HANGS"] == "0" ? nil : .init()
         try! CrashReporter.start(configuration)
         CrashReporter.waitForBackgroundWork(timeout: .seconds(10))
         let before = processCPUMicroseconds()
         sleepThrough(Double(ProcessInfo.processInfo.environment["CRASH_FIXTURE_IDLE_S"].flatMap(Int.init) ?? 10))
         say("cpu-us \(processCPUMicroseconds() - before)")
+        exit(0)
+    }
+    if mode == .hangDefault {
+        try! CrashReporter.start(configuration)
+        say("hangs " + (CrashReporter.hangThreshold.map { "\($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)" } ?? "off"))
         exit(0)
     }
     configuration.hangs = .init(threshold: .milliseconds(300), watchesCooperativePool: mode == .poolStarvation)
@@ -99,6 +110,17 @@ func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
         }
         crasher.start()
         while true { pause() }
+    case .mainThreadHang:
+        say("main-tid \(gettidNumber())")
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.5) { blockedInHang(forever: false) }
+        Thread {
+            guard waitForRecord(in: reportsDirectory + "/pending", containing: #""type":"hang_end""#) else { say("no resolved hang report"); exit(3) }
+            say("hang-done")
+            exit(0)
+        }.start()
+        dispatchMain()
+    case .hangDefault:
+        break
     case .hangThenResume, .hangThenWaitForKill:
         let heartbeat = CrashReporter.heartbeat(named: "worker")
         let worker = Thread {

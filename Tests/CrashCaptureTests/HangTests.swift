@@ -60,6 +60,26 @@ struct HangTests {
         #expect(hang.otherThreads.contains { $0.thread.isMain && $0.state == "answered" })
     }
 
+    @Test("a block stuck on the main queue (the main actor's): a hang of the \"main queue\" heartbeat, the thread draining it first, resolved")
+    func mainQueueHang() throws {
+        let run = try FixtureRun.run("main-thread-hang", .debug)
+        #expect(run.exitStatus == 0, "stdout: \(run.standardOutput) stderr: \(run.standardError.prefix(800))")
+        let record = try run.onlyRecord()
+        let hang = try #require(record.hang)
+        #expect(hang.name == "main queue")
+        // After dispatchMain() a dispatch thread drains the main queue, not the process's first.
+        #expect(hang.threadID != 0 && record.thread?.id == hang.threadID, "the thread that beat it is the record's first")
+        #expect((hang.durationMilliseconds ?? 0) >= 1500, "it blocked 1.5 s: \(String(describing: hang.durationMilliseconds))")
+        _ = checkOrder(["sleepThrough", "blockedInHang"], in: try LLVMSymbolizer.symbolize(record))
+    }
+
+    @Test("hang detection is on by default in a release build (2 s) and off in a debug build", arguments: BuildConfiguration.allCases)
+    func defaultByBuild(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("hang-default", configuration)
+        #expect(run.exitStatus == 0)
+        #expect(run.standardOutput.contains(configuration == .release ? "hangs 2000\n" : "hangs off\n"), "\(run.standardOutput)")
+    }
+
     @Test("a process killed during a hang (a liveness probe): the next launch sends the hang as unresolved and its abnormal termination names it")
     func hangThenKill() throws {
         let directory = temporaryFolder("hang-kill")

@@ -42,10 +42,11 @@ public enum CrashReporter {
         /// launch, the crash-sender uploads the record while the crashed process waits, bounded.
         /// See `DeliveryAtCrash`.
         public var deliveryAtCrash: DeliveryAtCrash?
-        /// Hang detection (off by default): heartbeats (`CrashReporter.heartbeat(named:)`, the
-        /// server integrations' event loops, the cooperative pool) that stop for longer than the
-        /// threshold make a hang report with every thread's stack. See `HangDetection`.
-        public var hangs: HangDetection?
+        /// Hang detection (on by default in release builds, off in debug ones; nil turns it off):
+        /// heartbeats (`CrashReporter.heartbeat(named:)`, the server integrations' event loops,
+        /// the cooperative pool, the main thread) that stop for longer than the threshold make a
+        /// hang report with every thread's stack. See `HangDetection`.
+        public var hangs: HangDetection? = HangDetection.buildDefault
 
         public init(appID: String, reportsDirectory: String, appVersion: String = "", watchdogTimeout: Duration = .seconds(2),
                     appName: String? = nil, buildNumber: String = "", environment: String = "production",

@@ -1,4 +1,5 @@
-// Hang detection (Configuration.hangs, off by default; Docs/Decisions/0029). Whatever must keep
+// Hang detection (Configuration.hangs: on by default in release builds, off in debug ones;
+// Docs/Decisions/0029). Whatever must keep
 // moving — a NIO event loop, the cooperative pool, a worker thread — beats a `Heartbeat`; a
 // monitor thread looks every threshold/4 and, when one has not beaten for the threshold, writes a
 // hang report: every thread's stack (each thread asked to unwind itself, as at a crash, then let
@@ -14,17 +15,37 @@ import Glibc
 import Synchronization
 
 extension CrashReporter {
-    /// Hang detection: off unless set. The monitor is one thread that sleeps between looks.
+    /// Hang detection (`HangDetection.buildDefault` unless set). The monitor is one thread that
+    /// sleeps between looks.
     public struct HangDetection: Sendable, Equatable {
         /// A heartbeat older than this is a hang (default 2 s).
         public var threshold: Duration
         /// Also watch Swift's cooperative pool: a task beats a heartbeat named "cooperative pool";
         /// when every pool thread is blocked, it stops.
         public var watchesCooperativePool: Bool
+        /// Also watch the main queue (heartbeat "main queue"): the monitor queues a beat on the
+        /// main dispatch queue, the main actor's executor, at each look; work stuck on it stops
+        /// the beat. The thread that drains it is the one listed first: the main thread under
+        /// `RunLoop.main.run()`; a dispatch thread after `dispatchMain()`, which an `async` main
+        /// calls on Linux. A program that never drains the main queue (its main thread blocks in
+        /// `group.wait()`) never beats it, so nothing is watched.
+        public var watchesMainThread: Bool
 
-        public init(threshold: Duration = .seconds(2), watchesCooperativePool: Bool = true) {
+        public init(threshold: Duration = .seconds(2), watchesCooperativePool: Bool = true, watchesMainThread: Bool = true) {
             self.threshold = threshold
             self.watchesCooperativePool = watchesCooperativePool
+            self.watchesMainThread = watchesMainThread
+        }
+
+        /// What `Configuration.hangs` is unless set: on, with the defaults above, in a release
+        /// build; off in a debug build (a debugger's breakpoint or a slow debug build would make
+        /// hang reports of every pause).
+        public static var buildDefault: HangDetection? {
+            #if DEBUG
+            return nil
+            #else
+            return HangDetection()
+            #endif
         }
     }
 
@@ -77,7 +98,10 @@ final class HangMonitor: Sendable {
     let context: CrashReporter.ReportingContext
     let uploader: Uploader
     let watchesPool: Bool
+    let watchesMainThread: Bool
     private let heartbeats = Mutex<[CrashReporter.Heartbeat]>([])
+    private let mainHeartbeat = Mutex<CrashReporter.Heartbeat?>(nil)
+    private let mainBeatQueued = Atomic<Bool>(false)
 
     init(detection: CrashReporter.HangDetection, context: CrashReporter.ReportingContext, uploader: Uploader) {
         let components = max(detection.threshold, .milliseconds(100)).components
@@ -86,6 +110,7 @@ final class HangMonitor: Sendable {
         self.context = context
         self.uploader = uploader
         watchesPool = detection.watchesCooperativePool
+        watchesMainThread = detection.watchesMainThread
     }
 
     static func now() -> UInt64 {
@@ -98,21 +123,32 @@ final class HangMonitor: Sendable {
         heartbeats.withLock { $0.append(heartbeat) }
     }
 
+    /// Starts the monitor's thread; the main thread's and the pool's heartbeats are set up there,
+    /// off the caller's (the first Task starts the cooperative pool).
     func start() {
         _ = BackgroundWork { [self] in
             ccr_threads_mark_reporter()   // listed at a crash or a hang, never asked
-            run()
-        }
-        if watchesPool {
-            let heartbeat = CrashReporter.Heartbeat(name: "cooperative pool")
-            add(heartbeat)
-            let period = interval
-            Task.detached(priority: .utility) {
-                while true {
-                    heartbeat.beat()
-                    try? await Task.sleep(for: period)
+            if watchesMainThread {
+                // Registered by its first beat on the main queue: until then (and for good, where
+                // the queue is never drained) there is nothing to watch.
+                DispatchQueue.main.async { [self] in
+                    let heartbeat = CrashReporter.Heartbeat(name: "main queue")
+                    mainHeartbeat.withLock { $0 = heartbeat }
+                    add(heartbeat)
                 }
             }
+            if watchesPool {
+                let heartbeat = CrashReporter.Heartbeat(name: "cooperative pool")
+                add(heartbeat)
+                let period = interval
+                Task.detached(priority: .utility) {
+                    while true {
+                        heartbeat.beat()
+                        try? await Task.sleep(for: period)
+                    }
+                }
+            }
+            run()
         }
     }
 
@@ -123,10 +159,21 @@ final class HangMonitor: Sendable {
         var lastBeat: UInt64
     }
 
+    /// Queues the main thread's next beat, unless the last one queued has not run yet.
+    private func queueMainBeat() {
+        guard let heartbeat = mainHeartbeat.withLock({ $0 }) else { return }
+        guard !mainBeatQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.main.async { [self] in
+            heartbeat.beat()
+            mainBeatQueued.store(false, ordering: .releasing)
+        }
+    }
+
     private func run() {
         var open: [ObjectIdentifier: OpenHang] = [:]
         while true {
             sleep(interval)
+            if watchesMainThread { queueMainBeat() }
             let now = Self.now()
             for heartbeat in heartbeats.withLock({ $0 }) {
                 let key = ObjectIdentifier(heartbeat)
