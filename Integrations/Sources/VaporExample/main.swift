@@ -8,6 +8,9 @@
 //   GET /missing          throws a 404 (not reported)
 //   GET /slow             answers after 2 s (a request in flight while another crashes)
 //   GET /inflight         how many requests are in flight (itself included)
+//   GET /block-event-loop?ms=N  blocks an event loop's thread N ms in Blocking.blockEventLoop(ms:) (a hang)
+// EXAMPLE_HANGS_MS=N: hang detection with an N ms threshold (otherwise the build's default), each
+// of Vapor's event loops watched.
 import CrashReporting
 import CrashReportingVapor
 import Foundation
@@ -35,15 +38,28 @@ guard arguments.count == 3 else {
 }
 let portFile = arguments[2]
 
+enum Blocking {
+    /// The bug a hang report must point at: synchronous waiting on an event loop's thread.
+    @inline(never) static func blockEventLoop(ms: Int) {
+        let deadline = ContinuousClock.now + .milliseconds(ms)
+        while ContinuousClock.now < deadline { usleep(10_000) }
+    }
+}
+
 // First thing: a crash while the server starts is recorded too.
-try CrashReporter.start(.init(appID: "com.example.vapor-example", reportsDirectory: arguments[1],
-                              appVersion: "1.0.0", environment: "test"))
+var configuration = CrashReporter.Configuration(appID: "com.example.vapor-example", reportsDirectory: arguments[1],
+                                                appVersion: "1.0.0", environment: "test")
+if let threshold = ProcessInfo.processInfo.environment["EXAMPLE_HANGS_MS"].flatMap(Int.init) {
+    configuration.hangs = .init(threshold: .milliseconds(threshold))
+}
+try CrashReporter.start(configuration)
 
 var environment = Environment(name: "testing", arguments: [arguments[0]])
 let app = try await Application.make(environment)
 app.logger.logLevel = .warning
 app.http.server.configuration.hostname = "127.0.0.1"
 app.http.server.configuration.port = 0
+CrashReporter.watchEventLoops(app.eventLoopGroup)   // nothing when hangs are off
 
 // Route middleware, so that the route pattern is known when it runs.
 // (Without it when EXAMPLE_WITHOUT_MIDDLEWARE is set: tools/bench-middleware's baseline.)
@@ -60,6 +76,11 @@ routes.get("slow") { _ async throws -> String in
     return "slow"
 }
 routes.get("inflight") { _ in String(CrashReporter.requestsInFlight) }
+routes.get("block-event-loop") { request -> String in
+    let ms = request.query[Int.self, at: "ms"] ?? 1000
+    Blocking.blockEventLoop(ms: ms)   // a synchronous handler runs on the request's event loop
+    return "blocked \(ms) ms"
+}
 
 // SIGTERM: a graceful shutdown that sends what is pending and ends the session. Handled before
 // the port is published, so that a SIGTERM right after it is never the default action.

@@ -9,6 +9,11 @@ import Testing
 
 @Suite("Vapor integration")
 struct VaporTests {
+    @Test("a handler that blocks an event loop 1.5 s: a hang report with that loop's thread first, blockEventLoop in its stack, resolved")
+    func eventLoopHang() throws {
+        try checkEventLoopHang(example: "VaporExample")
+    }
+
     @Test("a crash lists the three requests in flight and names the crashing one; a 500 is a non-fatal report with its trace")
     func crashWithRequestsInFlight() throws {
         let folder = temporaryFolder("vapor-integration")
