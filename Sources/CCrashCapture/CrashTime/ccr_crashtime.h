@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "ccr_state.h"
 #include "ccr_writer.h"
@@ -67,6 +68,20 @@ int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uin
 /// Whether `address` lies in a module of the record's table just after a call instruction
 /// (x86_64; always 0 elsewhere): what a return address looks like. Async-signal-safe.
 int ccr_looks_like_return_address(uintptr_t address);
+
+/// Scratch memory for ccr_keep_return_addresses (one per collection: a crash and a hang capture
+/// may scan at the same time).
+#define CCR_SCAN_BATCH 512
+typedef struct ccr_scan_scratch {
+    struct iovec local[CCR_SCAN_BATCH];
+    struct iovec remote[CCR_SCAN_BATCH];
+    uint8_t code[CCR_SCAN_BATCH][8];
+} ccr_scan_scratch;
+
+/// Keeps, in place and in order, the words that look like return addresses (as
+/// ccr_looks_like_return_address decides), reading the code before all candidates in one
+/// process_vm_readv; returns how many. At most CCR_SCAN_BATCH words. Async-signal-safe.
+int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch);
 
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);

@@ -29,8 +29,13 @@ typedef struct live_scratch {
     int known[CCR_MAX_MODULES];   // their indices in `table`
     struct iovec local[CCR_MAX_MODULES], remote[CCR_MAX_MODULES];
     uint8_t build_ids[CCR_MAX_MODULES][CCR_BUILD_ID_MAX];
+    // The table's executable ranges, sorted by start, for ccr_modules_text_contains.
+    ccr_text_range ranges[CCR_MAX_MODULES];
 } live_scratch;
 static live_scratch crash_scratch, hang_scratch;
+/// The install-time table's sorted ranges, made at the first need (a crash whose walk failed).
+static ccr_text_range install_ranges[CCR_MAX_MODULES];
+static int install_range_count = -1;
 
 /// Copies `length` bytes of this process's memory at `address` without risking a fault.
 /// Returns the number of bytes read (short at an unmapped page), or -1. Async-signal-safe.
@@ -115,6 +120,10 @@ static int read_segments(live_scratch *x, uintptr_t bias, uintptr_t phdr, int ph
             uintptr_t start = bias + ph->p_vaddr;
             if (start < low) low = start;
             if (start + ph->p_memsz > high) high = start + ph->p_memsz;
+            if (ph->p_flags & PF_X) {
+                if (m->text_start == 0 || start < m->text_start) m->text_start = start;
+                if (start + ph->p_memsz > m->text_end) m->text_end = start + ph->p_memsz;
+            }
         } else if (ph->p_type == PT_NOTE && m->build_id_length == 0) {
             read_build_id(x, bias + ph->p_vaddr, ph->p_memsz, ph->p_align == 8 ? 8 : 4, m);
         }
@@ -167,12 +176,14 @@ static void verify_known_build_ids(live_scratch *x, int known_count) {
     for (int k = 0; k < known_count; k++) {
         ccr_module *m = &x->table[x->known[k]];
         read_so_far += m->build_id_length;
-        int same = got > 0 && (size_t)got >= read_so_far && memcmp(x->build_ids[k], m->build_id, m->build_id_length) == 0;
+        int same = got > 0 && (size_t)got >= read_so_far;
+        for (int b = 0; same && b < m->build_id_length; b++) same = x->build_ids[k][b] == m->build_id[b];
         if (same) continue;
         // Read it as an unknown object: its headers and note from memory. The path stays the
         // loader's (the same l_name pointer).
         m->build_id_length = 0;
         m->build_id_address = 0;
+        m->text_start = m->text_end = 0;
         int ok = x->known[k] == 0   // the main program: its headers from the auxiliary vector
                      ? read_segments(x, m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m)
                      : read_object(x, m->bias, m);
@@ -232,6 +243,48 @@ int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
 /// record (and the frame checks of the threads' answers).
 static const ccr_module *_Atomic crash_written, *_Atomic hang_written;
 static _Atomic int crash_written_count, hang_written_count;
+static _Atomic int crash_range_count, hang_range_count;
+
+/// Sorts the executable ranges of `count` modules into `out` (insertion sort: at most a few
+/// hundred, once per record). Returns how many. Async-signal-safe.
+static int sort_ranges(const ccr_module *table, int count, ccr_text_range *out) {
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        if (table[i].text_end <= table[i].text_start) continue;
+        ccr_text_range r = {table[i].text_start, table[i].text_end};
+        int j = n++;
+        while (j > 0 && out[j - 1].start > r.start) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = r;
+    }
+    return n;
+}
+
+int ccr_modules_text_contains(uintptr_t address) {
+    const ccr_text_range *ranges;
+    int n;
+    if (atomic_load(&crash_written) != NULL) {
+        ranges = crash_scratch.ranges;
+        n = atomic_load(&crash_range_count);
+    } else if (atomic_load(&hang_written) != NULL) {
+        ranges = hang_scratch.ranges;
+        n = atomic_load(&hang_range_count);
+    } else {
+        if (install_range_count < 0) install_range_count = sort_ranges(ccr_global.modules, ccr_global.module_count, install_ranges);
+        ranges = install_ranges;
+        n = install_range_count;
+    }
+    // The last range that starts at or below the address.
+    int low = 0, high = n;
+    while (low < high) {
+        int middle = low + (high - low) / 2;
+        if (ranges[middle].start <= address) low = middle + 1;
+        else high = middle;
+    }
+    return low > 0 && address < ranges[low - 1].end;
+}
 
 int ccr_modules_written(const ccr_module **table) {
     const ccr_module *crash = atomic_load(&crash_written), *hang = atomic_load(&hang_written);
@@ -261,11 +314,14 @@ static void write_modules(ccr_writer *w, live_scratch *x) {
         count = ccr_global.module_count;
         source = "install";
     }
+    int ranges = sort_ranges(table, count, x->ranges);
     if (x == &crash_scratch) {
         atomic_store(&crash_written_count, count);
+        atomic_store(&crash_range_count, ranges);
         atomic_store(&crash_written, table);
     } else {
         atomic_store(&hang_written_count, count);
+        atomic_store(&hang_range_count, ranges);
         atomic_store(&hang_written, table);
     }
     ccr_record_write_module_table(w, table, count);

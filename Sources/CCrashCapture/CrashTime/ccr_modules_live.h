@@ -36,6 +36,17 @@ void ccr_record_write_modules_for_hang(ccr_writer *w);
 /// where it starts, not only on its size). Bounds-checked against `size`; async-signal-safe.
 void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment, ccr_module *m);
 
+/// An executable range of a module.
+typedef struct ccr_text_range {
+    uintptr_t start;
+    uintptr_t end;
+} ccr_text_range;
+
+/// Whether `address` is in a module's executable segments, in the table written for the current
+/// record (else the install-time table): a binary search over ranges sorted when the table was
+/// written. Async-signal-safe.
+int ccr_modules_text_contains(uintptr_t address);
+
 /// The module table that ccr_record_write_modules_at_crash wrote (the install-time table before
 /// it ran); its count. Async-signal-safe.
 int ccr_modules_written(const ccr_module **table);

@@ -313,14 +313,13 @@ static int scan_blocked_thread(ccr_collection *c, int tid, int max) {
     int kept = 0;
     scan_frames[kept++] = pc;
     uintptr_t at = sp & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-    for (int chunk = 0; chunk < 64 && kept < max; chunk++) {   // at most 32 KiB of stack
+    for (int chunk = 0; chunk < 8 && kept < max; chunk++) {   // at most 32 KiB of stack
         struct iovec local = {.iov_base = scan_words, .iov_len = sizeof c->scan_words};
         struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof c->scan_words};
         long got = syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L);
         if (got <= 0) break;
-        for (long i = 0; i < got / (long)sizeof(uintptr_t) && kept < max; i++) {
-            if (ccr_looks_like_return_address(scan_words[i])) scan_frames[kept++] = scan_words[i];
-        }
+        int found = ccr_keep_return_addresses(scan_words, (int)(got / (long)sizeof(uintptr_t)), &c->scan_scratch);
+        for (int i = 0; i < found && kept < max; i++) scan_frames[kept++] = scan_words[i];
         if (got < (long)sizeof c->scan_words) break;   // the end of the stack's mapping
         at += (uintptr_t)got;
     }

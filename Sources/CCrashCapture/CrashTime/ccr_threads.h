@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "ccr_crashtime.h"
 #include "ccr_writer.h"
 
 /// Compile-time bounds of the slot table; the install options choose limits at or below them.
@@ -68,7 +69,8 @@ typedef struct ccr_collection {
     char dirents[4096];
     char status_text[4096];
     uintptr_t scan_frames[CCR_THREAD_FRAMES_MAX];
-    uintptr_t scan_words[64];
+    uintptr_t scan_words[512];   // 4 KiB of stack per read
+    ccr_scan_scratch scan_scratch;
 } ccr_collection;
 
 /// Written at install (before the signal action is set); read lock-free at crash time.

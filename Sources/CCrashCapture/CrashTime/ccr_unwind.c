@@ -203,32 +203,62 @@ static int read_word(uintptr_t address, uintptr_t *out) {
     return n == (long)sizeof *out ? 0 : -1;
 }
 
-/// Whether `address` is in a module of the crash's table and the bytes before it are a call
-/// instruction (x86_64: e8 rel32, or ff /2 in its 2, 3, 4, 6 and 7-byte forms, prefixes aside):
-/// what a return address pushed by a call looks like. Async-signal-safe.
-int ccr_looks_like_return_address(uintptr_t address) {
+/// Whether the 8 bytes before a return address end in a call instruction (see below).
+static int ends_in_call(const uint8_t code[8]) {
 #if defined(__x86_64__)
-    const ccr_module *table = NULL;
-    int count = ccr_modules_written(&table), inside = 0;
-    for (int i = 0; i < count && table != NULL; i++) {
-        if (address >= table[i].start && address < table[i].end) { inside = 1; break; }
-    }
-    if (!inside || address < 8) return 0;
-    uint8_t code[8];
-    struct iovec local = {.iov_base = code, .iov_len = sizeof code};
-    struct iovec remote = {.iov_base = (void *)(address - sizeof code), .iov_len = sizeof code};
-    if (syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L) != (long)sizeof code) return 0;
-    // code[8 - k] is the byte k before the return address.
     if (code[8 - 5] == 0xe8) return 1;
     static const int ff_at[] = {2, 3, 4, 6, 7};
     for (unsigned i = 0; i < sizeof ff_at / sizeof ff_at[0]; i++) {
         int k = ff_at[i];
         if (code[8 - k] == 0xff && (code[8 - k + 1] & 0x38) == 0x10) return 1;
     }
+#else
+    (void)code;
+#endif
     return 0;
+}
+
+/// Whether `address` is in a module's executable segments and the bytes before it are a call
+/// instruction (x86_64: e8 rel32, or ff /2 in its 2, 3, 4, 6 and 7-byte forms, prefixes aside):
+/// what a return address pushed by a call looks like. Async-signal-safe.
+int ccr_looks_like_return_address(uintptr_t address) {
+#if defined(__x86_64__)
+    // In a module's executable segments first (a binary search, no system call): most stack
+    // words are not, and only the rest cost a read of the bytes before them.
+    if (address < 8 || !ccr_modules_text_contains(address)) return 0;
+    uint8_t code[8];
+    struct iovec local = {.iov_base = code, .iov_len = sizeof code};
+    struct iovec remote = {.iov_base = (void *)(address - sizeof code), .iov_len = sizeof code};
+    if (syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L) != (long)sizeof code) return 0;
+    return ends_in_call(code);   // code[8 - k] is the byte k before the return address
 #else
     (void)address;
     return 0;   // aarch64 keeps a leaf's return address in lr, not on the stack
+#endif
+}
+
+int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch) {
+#if defined(__x86_64__)
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        if (words[i] >= 8 && ccr_modules_text_contains(words[i])) words[n++] = words[i];
+    }
+    if (n > CCR_SCAN_BATCH) n = CCR_SCAN_BATCH;
+    for (int i = 0; i < n; i++) {
+        scratch->local[i] = (struct iovec){.iov_base = scratch->code[i], .iov_len = 8};
+        scratch->remote[i] = (struct iovec){.iov_base = (void *)(words[i] - 8), .iov_len = 8};
+    }
+    long got = n > 0 ? syscall(SYS_process_vm_readv, (long)ccr_getpid(), scratch->local, (long)n, scratch->remote, (long)n, 0L) : 0;
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        // Read in order until a failing range: the ones after it are asked one at a time.
+        int yes = got >= (long)(8 * (i + 1)) ? ends_in_call(scratch->code[i]) : ccr_looks_like_return_address(words[i]);
+        if (yes) words[kept++] = words[i];
+    }
+    return kept;
+#else
+    (void)words; (void)count; (void)scratch;
+    return 0;
 #endif
 }
 

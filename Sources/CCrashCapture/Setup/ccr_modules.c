@@ -32,6 +32,10 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
             uintptr_t start = info->dlpi_addr + ph->p_vaddr;
             if (start < low) low = start;
             if (start + ph->p_memsz > high) high = start + ph->p_memsz;
+            if (ph->p_flags & PF_X) {
+                if (m->text_start == 0 || start < m->text_start) m->text_start = start;
+                if (start + ph->p_memsz > m->text_end) m->text_end = start + ph->p_memsz;
+            }
         } else if (ph->p_type == PT_NOTE && m->build_id_length == 0) {
             read_build_id(info, ph, m);
         } else if (ph->p_type == PT_DYNAMIC) {

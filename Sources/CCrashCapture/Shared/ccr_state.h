@@ -41,6 +41,10 @@ typedef struct ccr_module {
     /// Where the build-id's bytes are in memory (0 when none): the crash-time walk reads them again
     /// for an object it recognises, in case it was unloaded and a rebuilt file loaded in its place.
     uintptr_t build_id_address;
+    /// The lowest and highest executable PT_LOAD addresses (0 when none): where a return address
+    /// can be. The stack scan of threads that cannot be asked checks every stack word against it.
+    uintptr_t text_start;
+    uintptr_t text_end;
 } ccr_module;
 
 /// Entry points of the dlopen'ed libunwind (local-only `_UL<arch>_*` names).

@@ -168,15 +168,17 @@ public enum CrashReporter {
             let recovery = SessionRecovery(directory: directory, currentSessionID: recordID)
             let memorySidecar = sessionPath.map { $0 + ".memory" }
             let memoryInterval = configuration.memorySampleInterval
+            let hangMonitor = configuration.hangs.flatMap { hangs in
+                state.context.map { makeHangMonitor(hangs, context: $0, uploader: uploader) }
+            }
             state.recovery = BackgroundWork {
                 ccr_threads_mark_reporter()   // listed at a crash, not asked to unwind (like the watchdog)
+                hangMonitor?.start()           // its thread made here, not on the caller's
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
                 uploader.run(recovery: recovery)
             }
             state.uploader = uploader
-            if let hangs = configuration.hangs, let context = state.context {
-                state.hangMonitor = startHangMonitor(hangs, context: context, uploader: uploader)
-            }
+            state.hangMonitor = hangMonitor
             state.directory = directory
             state.started = true
             state.configuration = configuration

@@ -85,10 +85,11 @@ extension CrashReporter {
         hangMonitor().map { Duration.nanoseconds(Int64($0.threshold)) }
     }
 
-    static func startHangMonitor(_ detection: HangDetection, context: ReportingContext, uploader: Uploader) -> HangMonitor {
-        let monitor = HangMonitor(detection: detection, context: context, uploader: uploader)
-        monitor.start()
-        return monitor
+    /// The monitor, not yet started: `start()` makes it on the caller's thread (heartbeats may be
+    /// added at once) and starts it from its own background thread, so that the caller does not
+    /// pay for one more thread's creation.
+    static func makeHangMonitor(_ detection: HangDetection, context: ReportingContext, uploader: Uploader) -> HangMonitor {
+        HangMonitor(detection: detection, context: context, uploader: uploader)
     }
 }
 
