@@ -59,15 +59,17 @@ public struct RequestReporter: Sendable {
             // Tenths of a millisecond in integers: String(format:) costs about a microsecond here.
             let tenths = elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
             let level: CrashReporter.LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
-            var metadata = [
-                "method": method, "route": route, "status": String(status),
-                "duration_ms": "\(tenths / 10).\(tenths % 10)", "request_id": request.requestID,
+            // Pairs written into the breadcrumb's JSON as they come: no dictionary, no sorting
+            // (the dictionary and its sorted keys were most of this call's ~2 µs).
+            var metadata: [(key: String, value: String)] = [
+                ("method", method), ("route", route), ("status", String(status)),
+                ("duration_ms", "\(tenths / 10).\(tenths % 10)"), ("request_id", request.requestID),
             ]
             if let trace = request.trace {
-                metadata["trace_id"] = trace.traceID
-                if let span = trace.spanID { metadata["span_id"] = span }
+                metadata.append(("trace_id", trace.traceID))
+                if let span = trace.spanID { metadata.append(("span_id", span)) }
             }
-            CrashReporter.log("\(method) \(route) \(status)", level: level, tag: "http", metadata: metadata)
+            CrashReporter.log("\(method) \(route) \(status)", level: level, tag: "http", metadataPairs: metadata)
         }
         guard options.reportsServerErrors, status >= 500 else { return }
         guard let suppressed = limiter.take() else { return }
