@@ -108,6 +108,12 @@ static void start_child_watchdog(void) {
 void ccr_fork_stop_watchdog(void) {
     if (ccr_global.forked_from_pid == 0) return;
     alarm(0);
+    // Blocked again, as the handler's mask had it: the app's SIGALRM handler must not run on the
+    // crashing thread during the sender's wait or the chained handler.
+    sigset_t alarm_only;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alarm_only, NULL);
     if (alarm_action_taken) {
         sigaction(SIGALRM, &previous_alarm_action, NULL);
         alarm_action_taken = 0;

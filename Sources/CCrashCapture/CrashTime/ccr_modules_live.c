@@ -33,9 +33,9 @@ typedef struct live_scratch {
     ccr_text_range ranges[CCR_MAX_MODULES];
 } live_scratch;
 static live_scratch crash_scratch, hang_scratch;
-/// The install-time table's sorted ranges, made at the first need (a crash whose walk failed).
+/// The install-time table's sorted ranges (ccr_modules_live_sort_install_ranges, at install).
 static ccr_text_range install_ranges[CCR_MAX_MODULES];
-static int install_range_count = -1;
+static int install_range_count;
 
 /// Copies `length` bytes of this process's memory at `address` without risking a fault.
 /// Returns the number of bytes read (short at an unmapped page), or -1. Async-signal-safe.
@@ -262,6 +262,10 @@ static int sort_ranges(const ccr_module *table, int count, ccr_text_range *out) 
     return n;
 }
 
+void ccr_modules_live_sort_install_ranges(void) {
+    install_range_count = sort_ranges(ccr_global.modules, ccr_global.module_count, install_ranges);
+}
+
 int ccr_modules_text_contains(uintptr_t address) {
     const ccr_text_range *ranges;
     int n;
@@ -272,7 +276,6 @@ int ccr_modules_text_contains(uintptr_t address) {
         ranges = hang_scratch.ranges;
         n = atomic_load(&hang_range_count);
     } else {
-        if (install_range_count < 0) install_range_count = sort_ranges(ccr_global.modules, ccr_global.module_count, install_ranges);
         ranges = install_ranges;
         n = install_range_count;
     }

@@ -47,6 +47,9 @@ typedef struct ccr_text_range {
 /// written. Async-signal-safe.
 int ccr_modules_text_contains(uintptr_t address);
 
+/// Sorts the install-time table's executable ranges; called at install, after the table is made.
+void ccr_modules_live_sort_install_ranges(void);
+
 /// The module table that ccr_record_write_modules_at_crash wrote (the install-time table before
 /// it ran); its count. Async-signal-safe.
 int ccr_modules_written(const ccr_module **table);

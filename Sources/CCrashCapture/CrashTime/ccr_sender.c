@@ -7,7 +7,9 @@
 // The child is made with clone(CLONE_VM | CLONE_VFORK) on a small static stack, as posix_spawn
 // does: no atfork handlers (which may take locks), no copy of the page tables (a fork-style copy of
 // a large process can fail with ENOMEM near a memory limit, and takes time proportional to its
-// mappings), and this thread waits until the child has called execve. The child runs nothing but
+// mappings), and this thread waits until the child has called execve. That wait is outside the
+// `wait` bound (and the watchdog's, which already has its 'D'): a filesystem that hangs on the
+// sender's binary holds the dying process; its record is durable by then. The child runs nothing but
 // system calls before execve, and its descriptor table is its own (no CLONE_FILES). It closes every descriptor above 2, so that no
 // listening socket or lock of the app outlives it in the sender, and keeps the handler's signal
 // mask through execve (crash-sender unblocks its signals itself). Threads held in their handlers
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -34,7 +37,9 @@ static void close_descriptors_above_stderr(void) {
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, 3L, (long)~0U, 0L) == 0) return;
 #endif
-    for (int fd = 3; fd < 65536; fd++) close(fd);
+    // The raw call: the child runs on the parent's thread-local storage (no CLONE_SETTLS), and
+    // close() is a cancellation point that reads it.
+    for (int fd = 3; fd < 65536; fd++) syscall(SYS_close, (long)fd);
 }
 
 /// The child's stack: it shares this process's memory, so it needs its own while this thread is
@@ -47,6 +52,13 @@ static char *child_argv[6];
 /// handler in this copy of the crashed process. crash-sender unblocks its signals first thing.
 static int sender_child(void *unused) {
     (void)unused;
+    // First, the crash signals back to their default action (the child's table of actions is its
+    // own copy): a fault here must not run the crash handler, which would take the child for a
+    // forked process and rewrite the crashed process's state, shared with this child's memory.
+    struct sigaction default_action;
+    memset(&default_action, 0, sizeof default_action);
+    default_action.sa_handler = SIG_DFL;
+    for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigaction(ccr_global.signals[i], &default_action, NULL);
     close_descriptors_above_stderr();
     execve(ccr_sender.path, child_argv, ccr_sender.envp);
     syscall(SYS_exit_group, 127L);

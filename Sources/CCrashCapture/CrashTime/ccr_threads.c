@@ -118,6 +118,13 @@ static void answer(ccr_collection *c, void *ucontext) {
     }
     int expected = CCR_SLOT_ASKED;
     if (slot == NULL || !atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_WRITING_FP)) return;
+    // Between the look above and the claim, the slot may have been closed and armed again for
+    // another thread (this one descheduled across captures): give it back.
+    if (slot->tid != tid) {
+        expected = CCR_SLOT_WRITING_FP;
+        atomic_compare_exchange_strong(&slot->state, &expected, CCR_SLOT_ASKED);
+        return;
+    }
     // From here until the state leaves WRITING_*, only this thread changes the slot's state, and
     // no collection arms the slot again.
     const ucontext_t *uc = (const ucontext_t *)ucontext;
@@ -451,8 +458,18 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
         }
         int blocked = signal_ours ? blocks_signal(c, t->tid, ccr_threads.signo) : 0;
         if (blocked > 0 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
-        while (next_slot < CCR_THREADS_MAX && being_written(atomic_load(&c->slots[next_slot].state))) next_slot++;
-        if (!signal_ours || next_slot == CCR_THREADS_MAX) {
+        // Take a slot no late answer is writing into: a compare-and-swap from the state seen, so
+        // that a thread of an earlier capture cannot move it to WRITING_LU in between.
+        int taken = -1;
+        while (signal_ours && blocked == 0 && taken < 0 && next_slot < CCR_THREADS_MAX) {
+            int seen = atomic_load(&c->slots[next_slot].state);
+            if (!being_written(seen) && seen != CCR_SLOT_ARMING &&
+                atomic_compare_exchange_strong(&c->slots[next_slot].state, &seen, CCR_SLOT_ARMING)) {
+                taken = next_slot;
+            }
+            next_slot++;
+        }
+        if (!signal_ours || (blocked == 0 && taken < 0)) {
             t->state = LISTED_NOT_ASKED;
         } else if (blocked < 0) {
             t->state = LISTED_EXITED;
@@ -460,11 +477,11 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
             t->state = LISTED_BLOCKED;
         } else {
             t->state = LISTED_ASKED;
-            t->slot = next_slot;
-            ccr_thread_slot *slot = &c->slots[next_slot++];
+            t->slot = taken;
+            ccr_thread_slot *slot = &c->slots[taken];
             slot->tid = t->tid;
             slot->fp_count = slot->lu_count = 0;
-            atomic_store(&slot->state, CCR_SLOT_ASKED);
+            atomic_store(&slot->state, CCR_SLOT_ASKED);   // release: tid and counts before the state
             asked++;
         }
     }
@@ -474,8 +491,10 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
         ccr_listed_thread *t = &c->listed[i];
         if (t->state != LISTED_ASKED) continue;
         if (syscall(SYS_tgkill, (long)ccr_global.pid, (long)t->tid, (long)ccr_threads.signo) != 0) {
-            atomic_store(&c->slots[t->slot].state, CCR_SLOT_CLOSED);
-            t->state = LISTED_EXITED;
+            // EAGAIN: the real-time signal queue is full, the thread is alive: scan its stack.
+            int gone = errno != EAGAIN, armed = CCR_SLOT_ASKED;
+            atomic_compare_exchange_strong(&c->slots[t->slot].state, &armed, CCR_SLOT_CLOSED);
+            t->state = gone ? LISTED_EXITED : LISTED_NOT_ASKED;
             t->slot = -1;
         }
     }

@@ -33,6 +33,7 @@ enum {
     CCR_SLOT_LU_DONE,
     CCR_SLOT_LU_FAILED,
     CCR_SLOT_CLOSED,
+    CCR_SLOT_ARMING,   // taken by a collection (compare-and-swap) while it writes tid and counts
 };
 
 typedef struct ccr_thread_slot {
@@ -70,8 +71,10 @@ typedef struct ccr_collection {
     char status_text[4096];
     uintptr_t scan_frames[CCR_THREAD_FRAMES_MAX];
     uintptr_t scan_words[512];   // 4 KiB of stack per read
-    ccr_scan_scratch scan_scratch;
+    ccr_scan_scratch scan_scratch;   // checks up to CCR_SCAN_BATCH words at once: a whole read
 } ccr_collection;
+_Static_assert(sizeof(((ccr_collection *)0)->scan_words) / sizeof(uintptr_t) <= CCR_SCAN_BATCH,
+               "a stack read's words are checked in one batch");
 
 /// Written at install (before the signal action is set); read lock-free at crash time.
 typedef struct ccr_threads_state {

@@ -68,6 +68,7 @@ void ccr_modules_record(void) {
     if (ccr_global.test_misbehaviour == 8) {   // test: every build-id kept at start is stale (as for a rebuilt library reloaded in place)
         for (int i = 0; i < ccr_global.module_count; i++) ccr_global.modules[i].build_id[0] ^= 0xFF;
     }
+    ccr_modules_live_sort_install_ranges();
     ccr_modules_live.executable_phdr = (uintptr_t)getauxval(AT_PHDR);
     ccr_modules_live.executable_phnum = (int)getauxval(AT_PHNUM);
     ssize_t n = readlink("/proc/self/exe", ccr_modules_live.executable_path, sizeof ccr_modules_live.executable_path - 1);
