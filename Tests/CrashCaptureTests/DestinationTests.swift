@@ -57,6 +57,10 @@ struct DestinationTests {
     /// the tests assert what Bugsink answered, not how fast (its 2 s default failed once while
     /// four builds and two CPU hogs shared the machine).
     static let patientTimeout = "60000"
+    /// How long an upload pass to Bugsink may run: several of those requests, so well past one
+    /// request's time-out (the fixture's own 60 s bound equalled it, and a pass under
+    /// tools/test-under-load with another suite running was killed before it printed its status).
+    static let patientPass: Duration = .seconds(300)
 
     @Test("a crash reaches Bugsink with frames, breadcrumbs, tags and user; the same crash again joins its issue")
     func sentryToBugsink() throws {
@@ -65,7 +69,7 @@ struct DestinationTests {
         for round in 1...2 {
             let crash = try scenario.run("context-then-crash", upload: false, ["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS": "50"])
             #expect(crash.terminatedBySignal == SIGSEGV)
-            let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn, "CRASH_FIXTURE_TIMEOUT_MS": Self.patientTimeout])
+            let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn, "CRASH_FIXTURE_TIMEOUT_MS": Self.patientTimeout], timeout: Self.patientPass)
             #expect(try uploadStatus(run)["delivered"] == "1", "round \(round): \(run.standardError)")
         }
         let events = try bugsink.query("events")
@@ -102,7 +106,7 @@ struct DestinationTests {
         let bugsink = try Bugsink()
         let scenario = try UploadScenario("sentry-nonfatal")
         try scenario.run("non-fatal-errors", upload: false)
-        let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn, "CRASH_FIXTURE_TIMEOUT_MS": Self.patientTimeout])
+        let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn, "CRASH_FIXTURE_TIMEOUT_MS": Self.patientTimeout], timeout: Self.patientPass)
         let delivered = Int(try uploadStatus(run)["delivered"] ?? "") ?? 0
         #expect(delivered >= 3, "\(run.standardError)")
         let events = try bugsink.query("events").compactMap { $0["data"] as? [String: Any] }
@@ -123,7 +127,7 @@ struct DestinationTests {
         let bugsink = try Bugsink(["--quota", "1"])
         let scenario = try UploadScenario("sentry-429")
         try scenario.run("record-errors", upload: false, ["CRASH_FIXTURE_COUNT": "3"])
-        let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn, "CRASH_FIXTURE_TIMEOUT_MS": Self.patientTimeout])
+        let run = try scenario.run("upload-pass", upload: false, ["CRASH_FIXTURE_SENTRY_DSN": bugsink.dsn, "CRASH_FIXTURE_TIMEOUT_MS": Self.patientTimeout], timeout: Self.patientPass)
         let status = try uploadStatus(run)
         #expect(status["delivered"] == "1" && status["quarantined"] == "0", "\(run.standardError)")
         #expect(status["unsent"] == "2")

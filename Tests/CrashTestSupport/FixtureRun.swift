@@ -53,10 +53,12 @@ public struct FixtureRun {
     }
 
     /// Runs `CrashFixture <name> <dir>` with the Swift backtracer off unless `environment` says
-    /// otherwise; kills it after `timeout`.
+    /// otherwise; kills it after `timeout`: a bound for a fixture that never ends, not a timing
+    /// (fixtures end in seconds; 30 s was once not enough for a stalled-handler fixture, whose
+    /// record's watchdog finish and fdatasync ran while another suite and a build loaded the disk).
     public static func run(
         _ name: String, _ configuration: BuildConfiguration, reportsDirectory: URL? = nil,
-        environment: [String: String] = [:], timeout: Duration = .seconds(30)
+        environment: [String: String] = [:], timeout: Duration = .seconds(120)
     ) throws -> FixtureRun {
         try run(name, binary: configuration.fixtureURL, reportsDirectory: reportsDirectory, environment: environment, timeout: timeout)
     }
@@ -64,7 +66,7 @@ public struct FixtureRun {
     /// Runs a given fixture binary (a copy, a stripped one…).
     public static func run(
         _ name: String, binary: URL, reportsDirectory: URL? = nil,
-        environment: [String: String] = [:], timeout: Duration = .seconds(30)
+        environment: [String: String] = [:], timeout: Duration = .seconds(120)
     ) throws -> FixtureRun {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestSupportError("no fixture at \(binary.path): run tools/test, which builds debug and release")
