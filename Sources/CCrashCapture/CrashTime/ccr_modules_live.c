@@ -191,6 +191,10 @@ static void verify_known_build_ids(live_scratch *x, int known_count) {
     }
 }
 
+/// Walks the loader's list into `x`'s table. Returns the number of modules and points `*table` at
+/// them, or -1 when the list cannot be read; `*loader_state` gets r_debug's r_state
+/// (RT_CONSISTENT, RT_ADD, RT_DELETE) or -1. Async-signal-safe: process_vm_readv only, no loader
+/// lock.
 static int collect(live_scratch *x, const ccr_module **table, int *loader_state) {
     *table = NULL;
     *loader_state = -1;
@@ -233,10 +237,6 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state)
     verify_known_build_ids(x, known_count);
     *table = x->table;
     return count;
-}
-
-int ccr_modules_live_collect(const ccr_module **table, int *loader_state) {
-    return collect(&crash_scratch, table, loader_state);
 }
 
 /// The tables written by the crash and by the last hang capture, for later lines of the same

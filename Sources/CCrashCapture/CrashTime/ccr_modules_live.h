@@ -18,12 +18,6 @@ typedef struct ccr_modules_live_state {
 
 extern ccr_modules_live_state ccr_modules_live;
 
-/// Walks the loader's list into the crash's static table (crashing thread only). Returns the number of
-/// modules and points `*table` at them, or -1 when the list cannot be read; `*loader_state` gets
-/// r_debug's r_state (RT_CONSISTENT, RT_ADD, RT_DELETE) or -1. Async-signal-safe:
-/// process_vm_readv only, no loader lock.
-int ccr_modules_live_collect(const ccr_module **table, int *loader_state);
-
 /// Writes the module lines from the live walk, or from the install-time table when the walk
 /// fails, then a `modules` line naming the source. Async-signal-safe.
 void ccr_record_write_modules_at_crash(ccr_writer *w);
