@@ -23,19 +23,12 @@ struct DeliverySafetyTests {
         try scenario.run("context-then-crash", upload: false)
         try #require(scenario.files("pending").count == 1)
         for _ in 1...4 {
-            let process = Process()
-            process.executableURL = BuildConfiguration.debug.fixtureURL
-            process.arguments = ["upload-then-wait-for-kill", scenario.directory.path]
-            var env = ProcessInfo.processInfo.environment.merging(scenario.environment) { _, new in new }
+            var env = scenario.environment
             env["CRASH_FIXTURE_ENDPOINT"] = "http://127.0.0.1:9"   // refused
             env["CRASH_FIXTURE_ATTEMPTS"] = "1000"                  // still retrying when SIGTERM comes
-            env["SWIFT_BACKTRACE"] = "enable=no"
-            process.environment = env
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            #expect(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self) == "ready\n")
+            let (process, said) = try FixtureRun.startUntil("upload-then-wait-for-kill", line: "ready",
+                                                            reportsDirectory: scenario.directory, environment: env)
+            #expect(said == "ready\n")
             usleep(1_000_000)
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()

@@ -109,12 +109,14 @@ public struct FixtureRun {
     /// Starts a debug fixture mode that prints `line` when it is where a test wants it and then
     /// waits to be killed; returns the running process and what it printed up to that line (all
     /// of its output, if it ended first).
-    public static func startUntil(_ mode: String, line: String, reportsDirectory: URL) throws -> (Process, String) {
+    public static func startUntil(_ mode: String, line: String, reportsDirectory: URL,
+                                  environment extra: [String: String] = [:]) throws -> (Process, String) {
         let process = Process()
         process.executableURL = BuildConfiguration.debug.fixtureURL
         process.arguments = [mode, reportsDirectory.path]
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let out = Pipe()
         process.standardOutput = out
