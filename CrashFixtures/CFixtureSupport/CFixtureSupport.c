@@ -182,6 +182,83 @@ int cfs_fork_child_out_of_descriptors_that_faults(int *child_pid) {
     return status;
 }
 
+// A child that closes every inherited descriptor, as a daemon does, and puts a file of its own
+// under each of those numbers (the crash record's and the watchdog pipe's among them), then
+// faults. A SIGSEGV handler installed before CrashReporter.start runs after the child's record is
+// written and says how many of those numbers still hold the child's own file.
+static char own_file_path[512];
+static int own_file_highest = -1;
+static pid_t descriptor_check_parent;
+
+static void descriptor_check_handler(int signo, siginfo_t *info, void *ucontext) {
+    (void)signo; (void)info; (void)ucontext;
+    if (getpid() == descriptor_check_parent) return;   // the parent's own crash: nothing to say
+    int kept = 0, total = 0;
+    for (int fd = 3; fd <= own_file_highest; fd++) {
+        char link[16 + 12], target[sizeof own_file_path];
+        // "/proc/self/fd/<fd>" without snprintf (not async-signal-safe).
+        char digits[12];
+        int n = 0;
+        for (int v = fd; v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+        memcpy(link, "/proc/self/fd/", 14);
+        for (int i = 0; i < n; i++) link[14 + i] = digits[n - 1 - i];
+        link[14 + n] = '\0';
+        ssize_t length = readlink(link, target, sizeof target - 1);
+        total++;
+        if (length == (ssize_t)strlen(own_file_path) && memcmp(target, own_file_path, (size_t)length) == 0) kept++;
+    }
+    char line[64] = "own files kept ";
+    size_t at = strlen(line);
+    char digits[12];
+    int n = 0;
+    for (int v = kept; n == 0 || v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+    while (n > 0) line[at++] = digits[--n];
+    memcpy(line + at, " of ", 4); at += 4;
+    for (int v = total; n == 0 || v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+    while (n > 0) line[at++] = digits[--n];
+    line[at++] = '\n';
+    (void)!write(2, line, at);
+}
+
+int cfs_install_descriptor_check_handler(const char *own_file) {
+    strncpy(own_file_path, own_file, sizeof own_file_path - 1);
+    descriptor_check_parent = getpid();
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = descriptor_check_handler;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    return sigaction(SIGSEGV, &action, NULL);
+}
+
+int cfs_fork_child_reusing_descriptors_that_faults(int *child_pid) {
+    pid_t child = fork();
+    if (child == 0) {
+        // The highest descriptor the child inherited (the record file and the watchdog pipe are
+        // at or below it).
+        int highest = 2;
+        DIR *folder = opendir("/proc/self/fd");
+        if (folder == NULL) _exit(7);
+        for (struct dirent *entry; (entry = readdir(folder)) != NULL;) {
+            int fd = atoi(entry->d_name);
+            if (fd > highest && fd != dirfd(folder)) highest = fd;
+        }
+        closedir(folder);
+        for (int fd = 3; fd <= highest; fd++) close(fd);
+        int own = open(own_file_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (own < 0) _exit(7);
+        for (int fd = 3; fd <= highest; fd++) if (fd != own) dup2(own, fd);
+        own_file_highest = highest;
+        cfs_write_null_pointer();
+        _exit(0);   // not reached
+    }
+    if (child < 0) return -1;
+    *child_pid = (int)child;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {}
+    return status;
+}
+
 int cfs_daemonise_then_fault(void) {
     pid_t parent = getpid();
     pid_t child = fork();

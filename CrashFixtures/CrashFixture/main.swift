@@ -48,6 +48,10 @@ enum Fixture: String, CaseIterable {
     case forkDuringParentCrash = "fork-during-parent-crash"
     /// As fork-child-crash-then-parent-crash, but the child has used up its descriptors (EMFILE).
     case forkChildOutOfDescriptorsCrash = "fork-child-out-of-descriptors-crash"
+    /// As fork-child-crash-then-parent-crash, but the child closes every inherited descriptor and
+    /// puts a file of its own under each number (the parent's record file's and watchdog pipe's
+    /// among them); a SIGSEGV handler installed before start says which the child still has.
+    case forkChildReusingDescriptorsCrash = "fork-child-reusing-descriptors-crash"
     /// fork(); the parent exit()s at once; the child (setsid, stdio on /dev/null) then crashes.
     case daemonisedChildCrash = "daemonised-child-crash"
     /// A write through 0x10 in a leaf that keeps no frame, called from a function that does.
@@ -90,7 +94,7 @@ func waitForCoarseClockTick() {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
-         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .forkChildOutOfDescriptorsCrash, .daemonisedChildCrash, .sigtermDuringCrash:
+         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .forkChildOutOfDescriptorsCrash, .forkChildReusingDescriptorsCrash, .daemonisedChildCrash, .sigtermDuringCrash:
         cfs_write_null_pointer()
     case .seccompTrappedSystemCall:
         sink &+= cfs_trapped_system_call()
@@ -282,6 +286,9 @@ reportsDirectory = arguments[2]
 if fixture == .previousHandlerChained {
     cfs_install_marker_handler(SIGSEGV, reportsDirectory + "/previous-handler.marker")
 }
+if fixture == .forkChildReusingDescriptorsCrash {
+    cfs_install_descriptor_check_handler(reportsDirectory + "/child-own-file")
+}
 
 var unloadedAfterStart: UnsafeMutableRawPointer? = nil
 if fixture == .dlopenedLibraryCrash {
@@ -354,6 +361,11 @@ case .forkChildCrashThenParentCrash:
 case .forkChildOutOfDescriptorsCrash:
     var child: Int32 = 0
     let status = cfs_fork_child_out_of_descriptors_that_faults(&child)
+    FileHandle.standardError.write(Data("child \(child) ended by signal \(status & 0x7f)\n".utf8))
+    level1(fixture)
+case .forkChildReusingDescriptorsCrash:
+    var child: Int32 = 0
+    let status = cfs_fork_child_reusing_descriptors_that_faults(&child)
     FileHandle.standardError.write(Data("child \(child) ended by signal \(status & 0x7f)\n".utf8))
     level1(fixture)
 case .forkDuringParentCrash:

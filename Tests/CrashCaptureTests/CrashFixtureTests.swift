@@ -444,6 +444,29 @@ struct HandlerProcessTests {
         _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_out_of_descriptors_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
     }
 
+    @Test("a forked child that closed its inherited descriptors and reused their numbers keeps its own files")
+    func forkedChildReusingDescriptors() throws {
+        // The record file's and the watchdog pipe's numbers hold the child's own file when it
+        // crashes; taking over the crash, the handler closes only what is still the inherited
+        // file (a handler that closed those numbers left "own files kept 24 of 28").
+        let run = try FixtureRun.run("fork-child-reusing-descriptors-crash", .debug)
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let child = try #require(printedPID(run, after: "child"))
+        let (childRecord, record) = try childAndParentRecords(run, child: child)
+        #expect(childRecord.forkedFromProcessID == record.processID)
+        #expect(childRecord.hasEnd && childRecord.signal?.number == SIGSEGV)
+        let line = try #require(run.standardError.split(separator: "\n").first { $0.hasPrefix("own files kept ") },
+                                "the child's chained handler did not run; stderr: \(run.standardError.prefix(600))")
+        let counts = line.split(separator: " ").compactMap { Int($0) }
+        #expect(counts.count == 2 && counts[1] >= 2, "\(line)")   // the record file and the pipe at least
+        #expect(counts.count == 2 && counts[0] == counts[1], "\(line)")
+        // libunwind would have read from, closed and written to the numbers of its pipe: the
+        // child's stack comes from the saved frame pointers instead, and says why.
+        #expect(childRecord.stack?.unwinder == "frame-pointer (libunwind's pipe was replaced)")
+        _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_reusing_descriptors_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
+        #expect(record.stack?.unwinder == "libunwind", "the parent's own crash still unwinds with libunwind")
+    }
+
     @Test("in a crashing child, only the watchdog's own alarm counts: a SIGALRM from kill(2) is not taken for it")
     func forkedChildSIGALRMFromKill() throws {
         // Under hang-in-handler the child's handler stalls; the parent sends the child a SIGALRM

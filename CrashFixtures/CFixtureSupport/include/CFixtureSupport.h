@@ -29,6 +29,12 @@ int cfs_fork_child_that_faults_then_alarm(int *child_pid, const char *new_folder
 /// The same, but the child first lowers its descriptor limit to 64 and opens /dev/null until
 /// open fails (EMFILE), then faults with no descriptor free.
 int cfs_fork_child_out_of_descriptors_that_faults(int *child_pid);
+/// Before CrashReporter.start: a SIGSEGV handler that, in a forked child, writes "own files kept K
+/// of N" to stderr: how many of the child's descriptors 3…N+2 still hold `own_file`.
+int cfs_install_descriptor_check_handler(const char *own_file);
+/// fork(); the child closes every inherited descriptor, puts its own file (the path given to
+/// cfs_install_descriptor_check_handler) under each of those numbers, then faults.
+int cfs_fork_child_reusing_descriptors_that_faults(int *child_pid);
 /// Forks; the child waits for the parent to be gone, calls setsid(), points 0-2 at /dev/null and
 /// writes through a null pointer. Returns the child's pid in the parent.
 int cfs_daemonise_then_fault(void);

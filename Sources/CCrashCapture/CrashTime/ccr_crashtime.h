@@ -36,6 +36,10 @@ void ccr_fork_stop_watchdog(void);
 /// `step_error` (may be NULL) gets unw_step's error when it failed (< 0), else 0: the frames after
 /// it then come from the saved frame pointers of the last good frame, and the depth is a lower bound.
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error);
+/// 0 when libunwind's memory-check pipe, found at load, is no longer that pipe (closed, or another
+/// file under its numbers): libunwind is then not used, since it would read from, close and write
+/// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).
+int ccr_libunwind_pipe_intact(void);
 
 /// The outermost frames of the crashing thread's last libunwind walk, when it was deeper than the
 /// frames kept: up to CCR_OUTER_FRAMES addresses, outermost last, and the true index of the

@@ -120,6 +120,13 @@ void ccr_fork_stop_watchdog(void) {
     }
 }
 
+/// Closes `fd` when it is the file recorded at install (same device and inode). fstat is
+/// async-signal-safe.
+static void close_if_inherited(int fd, unsigned long long dev, unsigned long long ino) {
+    struct stat now;
+    if (fd >= 0 && fstat(fd, &now) == 0 && (unsigned long long)now.st_dev == dev && (unsigned long long)now.st_ino == ino) close(fd);
+}
+
 int ccr_fork_adopt(void) {
     const char *new_path = ccr_global.new_path;
     // The reports folder: new_path is "<reports>/new/<id>.crash".
@@ -143,10 +150,12 @@ int ccr_fork_adopt(void) {
     }
     // The parent's record file and watchdog pipe are not this process's to write: close the
     // child's copies first, which also leaves a descriptor free for the child's own file in a
-    // child that used up its limit (EMFILE). The parent's stay open in the parent.
-    close(ccr_global.record_fd);
+    // child that used up its limit (EMFILE). The parent's stay open in the parent. Only when the
+    // number is still the inherited file: a child that closed it (a daemon closing every
+    // descriptor) may have opened a file of its own under the same number.
+    close_if_inherited(ccr_global.record_fd, ccr_global.record_dev, ccr_global.record_ino);
     ccr_global.record_fd = -1;
-    if (ccr_global.watchdog_fd[1] >= 0) close(ccr_global.watchdog_fd[1]);
+    close_if_inherited(ccr_global.watchdog_fd[1], ccr_global.watchdog_dev, ccr_global.watchdog_ino);
     ccr_global.watchdog_fd[1] = -1;
     int fd = open(child_new, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {

@@ -439,7 +439,8 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     if (kept < 0) {
         kept = ccr_unwind_frame_pointers_from(c->pc, c->sp, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
-        ccr_record_write_stack(w, "frame-pointer", kept, depth, 0, 0);
+        ccr_record_write_stack(w, ccr_libunwind_pipe_intact() ? "frame-pointer" : "frame-pointer (libunwind's pipe was replaced)",
+                               kept, depth, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
         const uintptr_t *outer = NULL;

@@ -4,6 +4,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -98,6 +99,19 @@ int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index) {
     return count;
 }
 
+int ccr_libunwind_pipe_intact(void) {
+    const ccr_libunwind *u = &ccr_global.unwind;
+    if (u->pipe_fd[0] < 0) return 1;   // not known: as before
+    for (int i = 0; i < 2; i++) {
+        struct stat now;
+        if (fstat(u->pipe_fd[i], &now) != 0 || !S_ISFIFO(now.st_mode) ||
+            (unsigned long long)now.st_dev != u->pipe_dev || (unsigned long long)now.st_ino != u->pipe_ino) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error) {
     const ccr_libunwind *u = &ccr_global.unwind;
     unw_cursor_t cursor;
@@ -114,7 +128,7 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 #endif
     }
     uintptr_t inner_fp = 0;
-    if (u->init_local2 == NULL) return -1;
+    if (u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
     int kept = 0;
     int counted = 0;
     // A call through a NULL function pointer faults at pc 0, where no unwind info exists. The

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +68,11 @@ static int open_record_file(const ccr_install_options *o, char *error, size_t ca
         }
     }
     lseek(ccr_global.record_fd, 0, SEEK_SET);
+    struct stat identity;
+    if (fstat(ccr_global.record_fd, &identity) == 0) {
+        ccr_global.record_dev = identity.st_dev;
+        ccr_global.record_ino = identity.st_ino;
+    }
     return 0;
 }
 
@@ -79,6 +85,11 @@ static int start_watchdog(char *error, size_t capacity) {
     if (pipe2(ccr_global.watchdog_fd, O_CLOEXEC) != 0) {
         snprintf(error, capacity, "cannot create the watchdog pipe: %s", strerror(errno));
         return -1;
+    }
+    struct stat identity;
+    if (fstat(ccr_global.watchdog_fd[1], &identity) == 0) {
+        ccr_global.watchdog_dev = identity.st_dev;
+        ccr_global.watchdog_ino = identity.st_ino;
     }
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);

@@ -5,9 +5,12 @@
 #include <libunwind.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "ccr_setup.h"
 #include "ccr_state.h"
@@ -45,8 +48,28 @@ int ccr_libunwind_load(char *error, size_t capacity) {
         dlclose(handle);
         return -1;
     }
+    u.pipe_fd[0] = u.pipe_fd[1] = -1;
     ccr_global.unwind = u;
+    // libunwind's first use opens a pipe (pipe2, O_NONBLOCK) that every step from a signal frame
+    // reads one byte from and writes one byte of the checked memory to (src/x86_64/Ginit.c,
+    // write_validate); when the read fails it closes both numbers and opens a new pipe. A process
+    // that closed that pipe and opened files under its numbers (a forked child closing every
+    // descriptor) would have libunwind read from, close and write memory into those files. The
+    // pipe takes the two lowest free descriptors: they are found before the first use and checked
+    // to be one non-blocking pipe after it (another thread opening a file meanwhile, or a
+    // libunwind already used, leaves them unknown: libunwind is then used as before).
+    int probe[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_RDONLY | O_CLOEXEC)};
+    for (int i = 0; i < 2; i++) if (probe[i] >= 0) close(probe[i]);
     prewarm();
+    struct stat ends[2];
+    if (probe[0] >= 0 && probe[1] >= 0 && fstat(probe[0], &ends[0]) == 0 && fstat(probe[1], &ends[1]) == 0 &&
+        S_ISFIFO(ends[0].st_mode) && ends[0].st_dev == ends[1].st_dev && ends[0].st_ino == ends[1].st_ino &&
+        (fcntl(probe[0], F_GETFL) & O_NONBLOCK) && (fcntl(probe[1], F_GETFL) & O_NONBLOCK)) {
+        ccr_global.unwind.pipe_fd[0] = probe[0];
+        ccr_global.unwind.pipe_fd[1] = probe[1];
+        ccr_global.unwind.pipe_dev = ends[0].st_dev;
+        ccr_global.unwind.pipe_ino = ends[0].st_ino;
+    }
     return 0;
 }
 

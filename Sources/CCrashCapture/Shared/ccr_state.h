@@ -53,6 +53,10 @@ typedef struct ccr_libunwind {
     int (*init_local2)(void *cursor, void *context, int flags);
     int (*step)(void *cursor);
     int (*get_reg)(void *cursor, int reg, uintptr_t *value);
+    /// libunwind's memory-check pipe (its first use opens it; each step reads and writes it), or
+    /// -1 when it could not be told apart at load: checked at crash time (ccr_unwind.c).
+    int pipe_fd[2];
+    unsigned long long pipe_dev, pipe_ino;
 } ccr_libunwind;
 
 /// What the watchdog needs to finish a record when the handler stalls.
@@ -73,6 +77,9 @@ enum { CCR_FINISHER_NONE = 0, CCR_FINISHER_HANDLER = 1, CCR_FINISHER_WATCHDOG = 
 typedef struct ccr_state {
     int installed;
     int record_fd;            // opened at install in new/, O_WRONLY|O_CLOEXEC, prefilled (see ccr_install.c)
+    // What record_fd and watchdog_fd[1] are (st_dev, st_ino at install): a forked child that
+    // closed them and opened files of its own under the same numbers keeps its files.
+    unsigned long long record_dev, record_ino, watchdog_dev, watchdog_ino;
     char new_path[CCR_PATH_MAX];
     char pending_path[CCR_PATH_MAX];
     char record_id[CCR_ID_MAX];
