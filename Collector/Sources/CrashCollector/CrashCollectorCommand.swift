@@ -155,6 +155,9 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         // Not run here: on a large database (or one shared by several collectors) it is an
         // operator's decision when to re-sign every report.
         if let notice = try await Regrouping.staleRuleNotice(store) { logger.warning("\(notice)") }
+        // What a restart left in the symbolication queue (and raw reports of the last day whose
+        // symbols came since) is finished in the background.
+        symbolication?.finishRecentRaw(store, logger: logger)
         var configuration = CollectorConfiguration(
             ingestTokens: secrets, tokenBundleIDs: tokenBundleIDs, dashboardPassword: password!, retentionDays: retention,
             acceptAnonymousLogs: anonymous, uploadsInFlight: inFlight, uploadsInFlightPerToken: perToken,
@@ -180,7 +183,7 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             if let symbolication {
                 let sources = symbolication.symbolDirectories
                     + (symbolication.usesDebuginfod ? ["debuginfod \(ProcessInfo.processInfo.environment["DEBUGINFOD_URLS"] ?? "")"] : [])
-                lines.append("  symbols:   \(sources.joined(separator: ", ")) (reports sent raw are symbolicated on arrival)")
+                lines.append("  symbols:   \(sources.joined(separator: ", ")) (reports sent raw are symbolicated after their upload is answered)")
             }
             // Written unbuffered: a script waiting for this line gets it at once, even through a pipe.
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))

@@ -107,7 +107,7 @@ import Testing
         }
         process.terminate()
         process.waitUntilExit()
-        #expect(text.contains("  symbols:   \(folder.path) (reports sent raw are symbolicated on arrival)"), "\(text)")
+        #expect(text.contains("  symbols:   \(folder.path) (reports sent raw are symbolicated after their upload is answered)"), "\(text)")
     }
 }
 

@@ -122,14 +122,15 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
 @Suite struct SymbolicationTests {
     @Test func rawReportIsSymbolicatedFromABuildIDStoreAndGroupedByFunction() async throws {
         let ledger = try LedgerBinary.shared.get()
-        try await TestCollector.with(configure: {
-            $0.symbolication = ArrivalSymbolication(symbolDirectories: [ledger.buildIDStore.path], useDebuginfod: false)
-        }) { collector in
-            // Two crashes at different instructions of the same function: one issue.
+        let symbolication = ArrivalSymbolication(symbolDirectories: [ledger.buildIDStore.path], useDebuginfod: false)
+        try await TestCollector.with(configure: { $0.symbolication = symbolication }) { collector in
+            // Two crashes at different instructions of the same function: one issue, once the
+            // worker has finished them after their answers.
             for (id, offset) in [("raw-1", 8), ("raw-2", 12)] as [(String, UInt64)] {
                 let answer = try await collector.upload(try ledger.rawPayload(reportID: id, offset: offset).encoded())
                 #expect(answer.status == 201, "\(answer.text)")
             }
+            await symbolication.waitUntilIdle()
             let issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
             #expect(issues.count == 1, "\(issues)")
             let issue = try #require(issues.first)
@@ -189,11 +190,11 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
         let ledger = try LedgerBinary.shared.get()
         let empty = ledger.folder.appendingPathComponent("empty-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
-        try await TestCollector.with(configure: {
-            $0.symbolication = ArrivalSymbolication(symbolDirectories: [empty.path], useDebuginfod: false)
-        }) { collector in
+        let symbolication = ArrivalSymbolication(symbolDirectories: [empty.path], useDebuginfod: false)
+        try await TestCollector.with(configure: { $0.symbolication = symbolication }) { collector in
             let answer = try await collector.upload(try ledger.rawPayload(reportID: "no-symbols").encoded())
             #expect(answer.status == 201, "\(answer.text)")
+            await symbolication.waitUntilIdle()
             let issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
             // Grouped as before symbolication existed: by module and offset.
             #expect(issues.first?["title"] as? String == "ledger + 0x" + String(ledger.functions["ledger_total"]! + 8, radix: 16) + " — SIGSEGV")
@@ -201,6 +202,53 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
             let event = try #require(detail["latest_event"] as? [String: Any])
             #expect(event["symbolicated"] as? Bool == false)
             #expect((event["frames"] as? [[String: Any]])?.allSatisfy { $0["function"] == nil } == true)
+        }
+    }
+
+    @Test func oneTokensLookupsAreCappedPerHourAndOtherTokensAreNot() async throws {
+        let ledger = try LedgerBinary.shared.get()
+        var limits = ArrivalSymbolication.Limits()
+        limits.buildIDsPerTokenPerHour = 1
+        let symbolication = ArrivalSymbolication(symbolDirectories: [ledger.buildIDStore.path], useDebuginfod: false, limits: limits)
+        try await TestCollector.with(configure: { $0.symbolication = symbolication }) { collector in
+            // The first token's hour goes on a build-id nobody has (a report of libc frames only)…
+            var libcOnly = try ledger.rawPayload(reportID: "libc-only")
+            libcOnly.crash_reports[0].thread_info[0].frames.removeFirst(2)
+            #expect(try await collector.upload(try libcOnly.encoded()).status == 201)
+            await symbolication.waitUntilIdle()
+            // …so its ledger crash stays raw: the ledger's build-id would be a second lookup.
+            #expect(try await collector.upload(try ledger.rawPayload(reportID: "capped").encoded()).status == 201)
+            await symbolication.waitUntilIdle()
+            // The other token's hour is its own.
+            #expect(try await collector.upload(try ledger.rawPayload(reportID: "other-token").encoded(), token: "second-token").status == 201)
+            await symbolication.waitUntilIdle()
+
+            let issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
+            let titles = Set(issues.compactMap { $0["title"] as? String })
+            let raw = "ledger + 0x" + String(ledger.functions["ledger_total"]! + 8, radix: 16) + " — SIGSEGV"
+            #expect(titles.contains(raw), "the capped token's crash is grouped raw: \(titles)")
+            #expect(titles.contains("ledger_total — SIGSEGV"), "the other token's is symbolicated: \(titles)")
+        }
+    }
+
+    @Test func theAnswerDoesNotWaitForSymbolication() async throws {
+        // The worker held at its first lookup (as a stalled debuginfod holds it; tools/collector-abuse
+        // has the real one): the raw upload is answered, and stored raw, meanwhile.
+        let ledger = try LedgerBinary.shared.get()
+        let gate = DispatchSemaphore(value: 0)
+        let symbolication = ArrivalSymbolication(symbolDirectories: [ledger.buildIDStore.path], useDebuginfod: false,
+                                                 beforeLookup: { gate.wait() })
+        try await TestCollector.with(configure: { $0.symbolication = symbolication }) { collector in
+            let answer = try await collector.upload(try ledger.rawPayload(reportID: "held").encoded())
+            #expect(answer.status == 201, "\(answer.text)")
+            #expect(symbolication.unfinishedUploads == 1)
+            var issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
+            let raw = "ledger + 0x" + String(ledger.functions["ledger_total"]! + 8, radix: 16) + " — SIGSEGV"
+            #expect(issues.map { $0["title"] as? String } == [raw], "stored raw until the worker is done")
+            gate.signal()
+            await symbolication.waitUntilIdle()
+            issues = try #require(try await collector.read("/api/issues").json["issues"] as? [[String: Any]])
+            #expect(issues.map { $0["title"] as? String } == ["ledger_total — SIGSEGV"], "then moved to its function's issue")
         }
     }
 

@@ -111,7 +111,7 @@ struct Ingest: Sendable {
             return .error(400, "validation_failed", "Idempotency-Key longer than \(Idempotency.maxKeyBytes) bytes",
                           details: ["Idempotency-Key: at most \(Idempotency.maxKeyBytes) bytes"])
         }
-        var payload: DiagnosticsPayload
+        let payload: DiagnosticsPayload
         let key: Idempotency?
         do {
             let json = try inflated(raw, contentEncoding: contentEncoding)
@@ -133,27 +133,22 @@ struct Ingest: Sendable {
 
         if let answer = forbidden(token, writingFor: [payload.app_metadata.bundle_id]) { return answer }
 
-        // Before grouping: a raw report's issue is then signed by its function names.
-        if let symbolication = configuration.symbolication {
-            let outcome: ArrivalSymbolication.Outcome
-            (payload, outcome) = await symbolication.symbolicate(payload)
-            if outcome.reportsTried > 0 {
-                // A missing debug file is no error: the report is stored as sent, and said so here.
-                logger?.info("""
-                    symbolication: \(outcome.reportsCompleted)/\(outcome.reportsTried) raw reports completed, \
-                    \(outcome.framesResolved) frames resolved in \(outcome.duration)\
-                    \(outcome.missing.isEmpty ? "" : "; no debug file for \(outcome.missing.joined(separator: ", "))")
-                    """)
-            }
-        }
-
         let answer = AcceptedBody(diagnostics_id: Self.newDiagnosticsID(), test_run_id: payload.test_run_id,
                                   received_at: Timestamp.format(now), status: "accepted")
         let answerText = String(decoding: try JSONEncoder.api.encode(answer), as: UTF8.self)
         let record = try Self.record(payload, diagnosticsID: answer.diagnostics_id, idempotencyKey: key?.storedKey,
                                      answer: key?.stored(answerText) ?? answerText, receivedAt: now)
         switch try await store.ingest(record) {
-        case .stored: return APIAnswer(status: 201, body: Data(answerText.utf8))
+        case .stored:
+            // Raw reports are stored as sent and grouped by module and offset; the worker finishes
+            // them after this answer and moves them to the issue their function names sign.
+            if let symbolication = configuration.symbolication, payload.crash_reports.contains(where: ArrivalSymbolication.needsSymbolication),
+               !symbolication.enqueue(diagnosticsID: answer.diagnostics_id, token: token, store: store, logger: logger) {
+                let full = "symbolication: queue full (\(symbolication.limits.queuedUploads) uploads): upload \(answer.diagnostics_id) "
+                    + "(\(payload.app_metadata.bundle_id)) stays raw; `crash-collector resymbolicate` finishes it"
+                logger?.warning("\(full)")
+            }
+            return APIAnswer(status: 201, body: Data(answerText.utf8))
         case .duplicate(let first): return key?.answer(repeating: first) ?? APIAnswer(status: 201, body: Data(first.utf8))
         }
     }

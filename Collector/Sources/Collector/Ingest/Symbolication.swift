@@ -1,13 +1,18 @@
 // Symbolication on arrival: a report sent raw (a stripped binary, its debug info kept apart) gets
-// function, file and line from symbol store folders or debuginfod before it is grouped, so its
-// issue is signed by function names. Reports marked symbolicated are never touched, and neither is
-// a frame that already has a file. Lookups go through the root package's CrashSymbolication (libdw)
-// on one serial queue: libdw's handles are not thread-safe, and a debuginfod download must not
-// block Swift concurrency's few threads.
+// function, file and line from symbol store folders or debuginfod, and moves to the issue its
+// function names sign. The upload is answered first: its raw reports are stored as sent, then a
+// worker finishes them (a bounded queue of uploads, a cap on the build-ids one token may have
+// looked up per hour) and regroups them, so a slow or stalling debuginfod never holds an answer.
+// Reports marked symbolicated are never touched, and neither is a frame that already has a file.
+// Lookups go through the root package's CrashSymbolication (libdw) on one serial queue: libdw's
+// handles are not thread-safe, and a debuginfod download must not block Swift concurrency's few
+// threads.
 import CrashReportModel
 import CrashSymbolication
 import Dispatch
 import Foundation
+import Logging
+import Synchronization
 
 public final class ArrivalSymbolication: @unchecked Sendable {
     /// What symbolication did to one payload, for the log.
@@ -20,26 +25,224 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         /// "CrashFixture (build-id 1a2b…)": modules with raw frames and no debug file anywhere.
         public var missing: [String] = []
         public var duration: Duration = .zero
+        /// Stored reports rewritten (some frame resolved), and of those moved to another issue.
+        public var improved = 0
+        public var regrouped = 0
+        /// Distinct build-ids left raw because their token had used its hour's lookups.
+        public var buildIDsOverCap = 0
+
+        public init() {}
+
+        /// "1/1 raw reports completed, 2 frames resolved in 3 ms; no debug file for …": the log's.
+        var summary: String {
+            "\(reportsCompleted)/\(reportsTried) raw reports completed, \(framesResolved) frames resolved in \(duration)"
+                + (regrouped > 0 ? ", \(regrouped) moved to another issue" : "")
+                + (missing.isEmpty ? "" : "; no debug file for \(missing.joined(separator: ", "))")
+                + (buildIDsOverCap > 0 ? "; \(buildIDsOverCap) build-ids left raw (this token's lookups for the hour are used up)" : "")
+        }
+    }
+
+    /// Bounds of the work after the answer.
+    public struct Limits: Sendable {
+        /// Uploads waiting for the worker; past it an upload's raw reports stay raw (logged;
+        /// `crash-collector resymbolicate` finishes them).
+        public var queuedUploads = 256
+        /// Distinct build-ids one ingest token's reports may have looked up in an hour (each may
+        /// cost two debuginfod queries); frames of the others stay raw.
+        public var buildIDsPerTokenPerHour = 64
 
         public init() {}
     }
 
     public let symbolDirectories: [String]
     public let usesDebuginfod: Bool
+    public let limits: Limits
     private let queue = DispatchQueue(label: "crash-collector.symbolication")
     /// Touched only on `queue`.
     private let cache: SymbolCache
 
+    private struct Job: Sendable {
+        var diagnosticsID: String
+        var token: String
+        var store: any Store
+        var logger: Logger?
+    }
+
+    private struct WorkState {
+        /// Jobs queued or running (and a start's pass over what a restart left raw).
+        var unfinished = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Per token: the hour's window and the build-ids looked up in it.
+        var windows: [String: (start: ContinuousClock.Instant, buildIDs: Set<String>)] = [:]
+    }
+
+    private let state = Mutex(WorkState())
+    private let beforeLookup: (@Sendable () -> Void)?
+    private let jobs: AsyncStream<Job>.Continuation
+
     /// `symbolDirectories`: flat debug files (`NAME`, `NAME.debug`) and `.build-id/xx/rest.debug`
     /// trees. `useDebuginfod`: also ask the servers in DEBUGINFOD_URLS (elfutils' client, its
     /// cache in DEBUGINFOD_CACHE_PATH). Paths recorded on the crashed host are never opened here.
-    public init(symbolDirectories: [String], useDebuginfod: Bool, capacity: Int = 32) {
+    /// `beforeLookup`: called on the lookup queue before each report is finished (tests hold the
+    /// worker with it, as a stalled debuginfod would).
+    public init(symbolDirectories: [String], useDebuginfod: Bool, capacity: Int = 32, limits: Limits = Limits(),
+                beforeLookup: (@Sendable () -> Void)? = nil) {
         self.symbolDirectories = symbolDirectories
         usesDebuginfod = useDebuginfod
+        self.limits = limits
+        self.beforeLookup = beforeLookup
         cache = SymbolCache(
             locator: DebugFileLocator(options: .init(debugDirectories: symbolDirectories, useSystemDebugDirectory: false,
                                                      useDebuginfod: useDebuginfod, useRecordedPath: false)),
             capacity: capacity)
+        let (stream, continuation) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .bufferingOldest(max(0, limits.queuedUploads)))
+        jobs = continuation
+        // One worker: lookups are serial anyway (one libdw cache), and uploads are answered
+        // without it. Weak: the stream ends with this object (deinit finishes it).
+        Task.detached { [weak self] in
+            for await job in stream {
+                guard let self else { return }
+                await self.run(job)
+            }
+        }
+    }
+
+    deinit {
+        jobs.finish()
+    }
+
+    // MARK: - After the answer
+
+    /// Queues an upload just stored (by the diagnostics id its answer carries) whose raw reports
+    /// the worker will finish and regroup. False when the queue is full: they stay raw.
+    func enqueue(diagnosticsID: String, token: String, store: any Store, logger: Logger?) -> Bool {
+        state.withLock { $0.unfinished += 1 }
+        if case .enqueued = jobs.yield(Job(diagnosticsID: diagnosticsID, token: token, store: store, logger: logger)) {
+            return true
+        }
+        finishedOne()
+        return false
+    }
+
+    /// Returns once no upload is queued or being symbolicated (tests; a graceful shutdown).
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                guard state.unfinished > 0 else { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// Uploads queued or being symbolicated now.
+    public var unfinishedUploads: Int { state.withLock { $0.unfinished } }
+
+    private func finishedOne() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.unfinished -= 1
+            guard state.unfinished == 0 else { return [] }
+            defer { state.idleWaiters = [] }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func run(_ job: Job) async {
+        defer { finishedOne() }
+        do {
+            var outcome = Outcome()
+            let start = ContinuousClock.now
+            var bundleID = ""
+            for raw in try await job.store.rawReports(diagnosticsID: job.diagnosticsID) {
+                bundleID = raw.bundleID
+                try await finishStored(raw, token: job.token, store: job.store, outcome: &outcome)
+            }
+            outcome.duration = ContinuousClock.now - start
+            if outcome.reportsTried > 0 {
+                // A missing debug file is no error: the report stays as sent, and said so here.
+                job.logger?.info("symbolication: \(outcome.summary) (upload \(job.diagnosticsID), \(bundleID))")
+            }
+        } catch {
+            job.logger?.error("symbolication: upload \(job.diagnosticsID) left raw: \(error)")
+        }
+    }
+
+    /// A collector's start: raw reports received in the last `hours` hours are finished by the
+    /// worker's queue (those a restart left queued among them). Logged like an upload's.
+    public func finishRecentRaw(_ store: any Store, hours: Int = 24, logger: Logger?) {
+        state.withLock { $0.unfinished += 1 }
+        Task.detached {
+            defer { self.finishedOne() }
+            do {
+                let result = try await self.resymbolicate(store, receivedSince: Date().addingTimeInterval(-Double(hours) * 3600))
+                if result.improved > 0 {
+                    logger?.info("symbolication at start: \(result.examined) raw reports of the last \(hours) h, \(result.improved) with frames resolved, \(result.completed) complete, \(result.regrouped) moved to another issue")
+                }
+            } catch {
+                logger?.error("symbolication at start: \(error)")
+            }
+        }
+    }
+
+    /// The build-ids among `ids` this token may have looked up now (its hour's window).
+    private func admitted(_ ids: [String], token: String) -> Set<String> {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            var window = state.windows[token] ?? (now, [])
+            if now - window.start >= .seconds(3600) { window = (now, []) }
+            var allowed = Set<String>()
+            for id in ids {
+                if window.buildIDs.contains(id) {
+                    allowed.insert(id)
+                } else if window.buildIDs.count < limits.buildIDsPerTokenPerHour {
+                    window.buildIDs.insert(id)
+                    allowed.insert(id)
+                }
+            }
+            state.windows[token] = window
+            return allowed
+        }
+    }
+
+    /// One stored raw report finished with what the symbols know, replaced and regrouped when it changed.
+    private func finishStored(_ raw: RawReport, token: String?, store: any Store, outcome total: inout Outcome) async throws {
+        guard let entry = try? JSONDecoder().decode(DiagnosticsPayload.CrashReportEntry.self, from: Data(raw.reportJSON.utf8)),
+              Self.needsSymbolication(entry) else { return }
+        var admittedIDs: Set<String>?
+        if let token {
+            var ids: [String] = []
+            for thread in entry.thread_info { for frame in thread.frames where Self.isRaw(frame) { ids.append(BuildID(hex: frame.build_id ?? "").hex) } }
+            var seen = Set<String>()
+            ids = ids.filter { seen.insert($0).inserted }
+            let admitted = admitted(ids, token: token)
+            total.buildIDsOverCap += ids.count - admitted.count
+            admittedIDs = admitted
+        }
+        let allowed = admittedIDs
+        let (finished, outcome) = await withCheckedContinuation { continuation in
+            queue.async {
+                self.beforeLookup?()
+                var outcome = Outcome()
+                var missing: [String: String] = [:]
+                let finished = self.finish(entry, outcome: &outcome, missing: &missing, allowed: allowed)
+                outcome.missing = missing.map { "\($1) (build-id \($0))" }.sorted()
+                continuation.resume(returning: (finished, outcome))
+            }
+        }
+        total.reportsTried += outcome.reportsTried
+        total.reportsCompleted += outcome.reportsCompleted
+        total.framesResolved += outcome.framesResolved
+        total.missing = Array(Set(total.missing).union(outcome.missing)).sorted()
+        guard finished != entry else { return }
+        let oldKey = CrashGrouping.issueKey(for: entry), newKey = CrashGrouping.issueKey(for: finished)
+        try await store.replaceReport(.init(
+            id: raw.id, bundleID: raw.bundleID, kind: finished.kind,
+            reportJSON: String(decoding: try JSONEncoder.api.encode(finished), as: UTF8.self),
+            symbolicated: finished.symbolicated, issue: newKey))
+        total.improved += 1
+        if oldKey?.signature != newKey?.signature { total.regrouped += 1 }
     }
 
     /// The payload with its raw reports symbolicated; the payload itself (no queue hop) when no
@@ -78,7 +281,7 @@ public final class ArrivalSymbolication: @unchecked Sendable {
 
     /// One raw entry with what the symbols know filled in.
     private func finish(_ entry: DiagnosticsPayload.CrashReportEntry, outcome: inout Outcome,
-                        missing: inout [String: String]) -> DiagnosticsPayload.CrashReportEntry {
+                        missing: inout [String: String], allowed: Set<String>? = nil) -> DiagnosticsPayload.CrashReportEntry {
         outcome.reportsTried += 1
         var entry = entry
         let before = entry.thread_info
@@ -86,7 +289,7 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         for thread in entry.thread_info.indices {
             var frames: [DiagnosticsPayload.Frame] = []
             for frame in entry.thread_info[thread].frames {
-                let resolved = resolve(frame, missing: &missing)
+                let resolved = resolve(frame, missing: &missing, allowed: allowed)
                 if resolved.count > 1 || resolved.first?.file != nil || resolved.first?.function != frame.function {
                     outcome.framesResolved += 1
                 }
@@ -136,37 +339,25 @@ public final class ArrivalSymbolication: @unchecked Sendable {
     /// Symbolicates the reports stored raw with the symbols known now (symbols uploaded after
     /// their crashes), rewrites those that changed and moves them to the issue of their new
     /// signature; an issue left empty goes. The upload's payload copy is left as it arrived.
-    public func resymbolicate(_ store: any Store, batch: Int = 200) async throws -> Resymbolication {
-        let encoder = JSONEncoder.api
+    public func resymbolicate(_ store: any Store, batch: Int = 200, receivedSince: Date? = nil) async throws -> Resymbolication {
         var result = Resymbolication()
         var after: Int64 = 0
         while true {
-            let page = try await store.rawReports(after: after, limit: batch)
+            let page = if let receivedSince {
+                try await store.rawReports(after: after, limit: batch, receivedSince: receivedSince)
+            } else {
+                try await store.rawReports(after: after, limit: batch)
+            }
             guard let last = page.last else { break }
             after = last.id
             for raw in page {
                 result.examined += 1
-                guard let entry = try? JSONDecoder().decode(DiagnosticsPayload.CrashReportEntry.self, from: Data(raw.reportJSON.utf8)),
-                      Self.needsSymbolication(entry) else { continue }
-                let (finished, outcome) = await withCheckedContinuation { continuation in
-                    queue.async {
-                        var outcome = Outcome()
-                        var missing: [String: String] = [:]
-                        let finished = self.finish(entry, outcome: &outcome, missing: &missing)
-                        outcome.missing = missing.map { "\($1) (build-id \($0))" }
-                        continuation.resume(returning: (finished, outcome))
-                    }
-                }
+                var outcome = Outcome()
+                try await finishStored(raw, token: nil, store: store, outcome: &outcome)
                 result.missing.formUnion(outcome.missing)
-                guard finished != entry else { continue }
-                let oldKey = CrashGrouping.issueKey(for: entry), newKey = CrashGrouping.issueKey(for: finished)
-                try await store.replaceReport(.init(
-                    id: raw.id, bundleID: raw.bundleID, kind: finished.kind,
-                    reportJSON: String(decoding: try encoder.encode(finished), as: UTF8.self),
-                    symbolicated: finished.symbolicated, issue: newKey))
-                result.improved += 1
-                if finished.symbolicated { result.completed += 1 }
-                if oldKey?.signature != newKey?.signature { result.regrouped += 1 }
+                result.improved += outcome.improved
+                result.completed += outcome.reportsCompleted
+                result.regrouped += outcome.regrouped
             }
         }
         return result
@@ -174,8 +365,9 @@ public final class ArrivalSymbolication: @unchecked Sendable {
 
     /// The frame's source locations, innermost first, each a frame with the original index,
     /// address, module, offset and build-id; the frame itself when nothing resolves it.
-    private func resolve(_ frame: DiagnosticsPayload.Frame, missing: inout [String: String]) -> [DiagnosticsPayload.Frame] {
-        guard Self.isRaw(frame), let buildID = frame.build_id, let offset = frame.module_offset.flatMap(Address.init(hex:)) else {
+    private func resolve(_ frame: DiagnosticsPayload.Frame, missing: inout [String: String], allowed: Set<String>?) -> [DiagnosticsPayload.Frame] {
+        guard Self.isRaw(frame), let buildID = frame.build_id, let offset = frame.module_offset.flatMap(Address.init(hex:)),
+              allowed?.contains(BuildID(hex: buildID).hex) ?? true else {
             return [frame]
         }
         switch cache.lookup(buildID: BuildID(hex: buildID), path: frame.module ?? "", fileAddress: offset.value) {

@@ -436,7 +436,7 @@ enum OpenAPI {
         "/api/v1/qa/diagnostics": {
           "post": {
             "summary": "Upload one diagnostics payload (gzip or plain JSON).",
-            "description": "With --symbols or --debuginfod, a crash report sent raw (symbolicated false; frames with build_id and module_offset but no file) gets function, file and line from the symbol store before it is grouped and stored; symbolicated becomes true when every in-app frame has a function. Addresses, offsets and build-ids are kept. A missing debug file is no error: the report is stored as sent.",
+            "description": "With --symbols or --debuginfod, a crash report sent raw (symbolicated false; frames with build_id and module_offset but no file) is stored as sent and answered, then gets function, file and line from the symbol store (a worker, after the answer) and moves to the issue its function names sign; symbolicated becomes true when every in-app frame has a function. Addresses, offsets and build-ids are kept. A missing debug file is no error: the report is stored as sent.",
             "security": [{"ingestToken": []}],
             "parameters": [
               {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"},

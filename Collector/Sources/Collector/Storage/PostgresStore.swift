@@ -292,6 +292,31 @@ public final class PostgresStore: Store {
         return result
     }
 
+    public func rawReports(after id: Int64, limit: Int, receivedSince date: Date) async throws -> [RawReport] {
+        let rows = try await client.query("""
+            SELECT r.id, u.bundle_id, r.report FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE NOT r.symbolicated AND r.id > \(id) AND r.received_at >= \(date.millisecondsSince1970)
+            ORDER BY r.id LIMIT \(Int64(max(1, limit)))
+            """, logger: logger)
+        var result: [RawReport] = []
+        for try await row in rows.decode((Int64, String, String).self) {
+            result.append(RawReport(id: row.0, bundleID: row.1, reportJSON: row.2))
+        }
+        return result
+    }
+
+    public func rawReports(diagnosticsID: String) async throws -> [RawReport] {
+        let rows = try await client.query("""
+            SELECT r.id, u.bundle_id, r.report FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE u.diagnostics_id = \(diagnosticsID) AND NOT r.symbolicated ORDER BY r.id
+            """, logger: logger)
+        var result: [RawReport] = []
+        for try await row in rows.decode((Int64, String, String).self) {
+            result.append(RawReport(id: row.0, bundleID: row.1, reportJSON: row.2))
+        }
+        return result
+    }
+
     public func reports(after id: Int64, limit: Int) async throws -> [RawReport] {
         let rows = try await client.query("""
             SELECT r.id, u.bundle_id, r.report, r.symbolicated, i.signature

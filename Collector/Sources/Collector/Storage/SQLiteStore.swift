@@ -244,6 +244,24 @@ public actor SQLiteStore: Store {
         }
     }
 
+    public func rawReports(after id: Int64, limit: Int, receivedSince date: Date) throws -> [RawReport] {
+        try db.query("""
+            SELECT r.id, u.bundle_id, r.report FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE r.symbolicated = 0 AND r.id > ?1 AND r.received_at >= ?3 ORDER BY r.id LIMIT ?2
+            """, [.integer(id), .int(max(1, limit)), .integer(date.millisecondsSince1970)]) { row in
+            RawReport(id: row.int(0), bundleID: row.text(1), reportJSON: row.text(2))
+        }
+    }
+
+    public func rawReports(diagnosticsID: String) throws -> [RawReport] {
+        try db.query("""
+            SELECT r.id, u.bundle_id, r.report FROM reports r JOIN uploads u ON u.id = r.upload_id
+            WHERE u.diagnostics_id = ?1 AND r.symbolicated = 0 ORDER BY r.id
+            """, [.text(diagnosticsID)]) { row in
+            RawReport(id: row.int(0), bundleID: row.text(1), reportJSON: row.text(2))
+        }
+    }
+
     public func reports(after id: Int64, limit: Int) throws -> [RawReport] {
         try db.query("""
             SELECT r.id, u.bundle_id, r.report, r.symbolicated, i.signature

@@ -41,6 +41,12 @@ public protocol Store: Sendable {
     /// Reports stored with symbolicated false, by id, those after `id` (paging): what
     /// `crash-collector resymbolicate` looks at when symbols arrive after their crashes.
     func rawReports(after id: Int64, limit: Int) async throws -> [RawReport]
+    /// The same, of those received at or after `date` (a collector's start finishes what a
+    /// restart left in its symbolication queue).
+    func rawReports(after id: Int64, limit: Int, receivedSince date: Date) async throws -> [RawReport]
+    /// The reports of one upload (by the diagnostics id its 201 answered) stored with
+    /// symbolicated false: what arrival symbolication finishes after the answer.
+    func rawReports(diagnosticsID: String) async throws -> [RawReport]
     /// Replaces a stored report's entry after symbolication and moves it to the issue of its new
     /// signature; its former issue goes when no report is left in it.
     func replaceReport(_ replacement: ReportReplacement) async throws
