@@ -73,6 +73,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // tools/bench-middleware's first figure: the middleware's own work per request, no server.
+        .executableTarget(
+            name: "RequestReporterBenchmark",
+            dependencies: [
+                "CrashReportingServerCore",
+                .product(name: "CrashReporting", package: "swift-crash-reporting"),
+            ]
+        ),
         // The example server the tests drive over loopback (and a starting point to copy).
         .executableTarget(
             name: "HummingbirdExample",

@@ -31,6 +31,9 @@ public struct TraceIdentity: Sendable, Equatable {
     /// The trace of `context` as the bootstrapped instrument propagates it (nil with the no-op
     /// instrument, or when the context holds no span).
     public init?(context: ServiceContext) {
+        // An empty context holds no span: nothing to inject, and no trip through the instrument
+        // (a reader lock), a dictionary and an injector on every request.
+        guard !context.isEmpty else { return nil }
         var carrier: [String: String] = [:]
         InstrumentationSystem.instrument.inject(context, into: &carrier, using: DictionaryInjector())
         guard let value = carrier["traceparent"] else { return nil }

@@ -8,6 +8,7 @@
 // (tools/bench-middleware; Docs/Decisions/0023); the bookkeeping itself needs no suspension.
 import CrashReporting
 @_exported import CrashReportingServerCore
+import Synchronization
 import Vapor
 
 public struct CrashReportingMiddleware: Middleware {
@@ -35,7 +36,7 @@ public struct CrashReportingMiddleware: Middleware {
 
     /// Vapor's route pattern in its own notation, "/users/:id"; nil before routing.
     public static func routePattern(_ request: Request) -> String? {
-        request.route.map { "/" + $0.path.map(\.description).joined(separator: "/") }
+        request.route.map(RoutePatterns.shared.pattern(of:))
     }
 
     public func respond(to request: Request, chainingTo next: any Responder) -> EventLoopFuture<Response> {
@@ -48,5 +49,23 @@ public struct CrashReportingMiddleware: Middleware {
             case .failure(let error): reporter.end(reported, status: Int((error as? any AbortError)?.status.code ?? 500), error: error)
             }
         }
+    }
+}
+
+/// Each route's pattern, joined once: joining a route's path components took an array, a string per
+/// component and the joined string on every request. Routes are registered at boot, so the table
+/// stays small; it keeps the routes it names (an identifier is never reused while its route is
+/// kept), and past 4096 routes joins without keeping.
+final class RoutePatterns: Sendable {
+    static let shared = RoutePatterns()
+    private let patterns = Mutex<[ObjectIdentifier: (route: Route, pattern: String)]>([:])
+
+    func pattern(of route: Route) -> String {
+        if let known = patterns.withLock({ $0[ObjectIdentifier(route)]?.pattern }) { return known }
+        let pattern = "/" + route.path.map(\.description).joined(separator: "/")
+        patterns.withLock { table in
+            if table.count < 4096 { table[ObjectIdentifier(route)] = (route, pattern) }
+        }
+        return pattern
     }
 }

@@ -60,8 +60,12 @@ try CrashReporter.start(configuration)
 CrashReporter.watchEventLoops(MultiThreadedEventLoopGroup.singleton)   // Hummingbird's default group; nothing when hangs are off
 
 let router = Router()
-// Before the routes. (Without it when EXAMPLE_WITHOUT_MIDDLEWARE is set: tools/bench-middleware's baseline.)
-if ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil {
+// Before the routes. (tools/bench-middleware: without it when EXAMPLE_WITHOUT_MIDDLEWARE is set,
+// its baseline; a middleware that only calls the next one instead when EXAMPLE_EMPTY_MIDDLEWARE is
+// set, the cost of any middleware.)
+if ProcessInfo.processInfo.environment["EXAMPLE_EMPTY_MIDDLEWARE"] != nil {
+    router.middlewares.add(PassThroughMiddleware())
+} else if ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil {
     router.middlewares.add(CrashReportingMiddleware())
 }
 router.get("/hello") { _, _ in "hello" }
@@ -95,3 +99,10 @@ let app = Application(
 // Crash reporting first: the group stops services in reverse order, so it flushes last.
 let group = ServiceGroup(services: [CrashReportingService(), app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
 try await group.run()
+
+/// tools/bench-middleware's yardstick: a middleware that does nothing but call the next.
+struct PassThroughMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await next(request, context)
+    }
+}

@@ -61,10 +61,12 @@ app.http.server.configuration.hostname = "127.0.0.1"
 app.http.server.configuration.port = 0
 CrashReporter.watchEventLoops(app.eventLoopGroup)   // nothing when hangs are off
 
-// Route middleware, so that the route pattern is known when it runs.
-// (Without it when EXAMPLE_WITHOUT_MIDDLEWARE is set: tools/bench-middleware's baseline.)
-let routes: any RoutesBuilder = ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil
-    ? app.grouped(CrashReportingMiddleware()) : app
+// Route middleware, so that the route pattern is known when it runs. (tools/bench-middleware:
+// without it when EXAMPLE_WITHOUT_MIDDLEWARE is set, its baseline; a middleware that only calls
+// the next one instead when EXAMPLE_EMPTY_MIDDLEWARE is set, the cost of any middleware.)
+let routes: any RoutesBuilder = ProcessInfo.processInfo.environment["EXAMPLE_EMPTY_MIDDLEWARE"] != nil
+    ? app.grouped(PassThroughMiddleware())
+    : ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil ? app.grouped(CrashReportingMiddleware()) : app
 routes.get("hello") { _ in "hello" }
 routes.get("users", ":id") { request -> String in
     loadProfile(id: try request.parameters.require("id", as: Int.self))
@@ -101,3 +103,10 @@ func serve(_ server: HTTPServer) async throws {
     _ = CrashReporter.shutdown()
 }
 try await serve(app.http.server.shared)
+
+/// tools/bench-middleware's yardstick: a middleware that does nothing but call the next.
+struct PassThroughMiddleware: Middleware {
+    func respond(to request: Request, chainingTo next: any Responder) -> EventLoopFuture<Response> {
+        next.respond(to: request)
+    }
+}
