@@ -252,6 +252,26 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
         }
     }
 
+    @Test func aReplacementIsSkippedWhenTheStoredEntryChangedSinceItWasRead() async throws {
+        // Two passes finishing one report (the worker and a start's pass, or two collectors on one
+        // database): the later write must not undo the earlier one.
+        let ledger = try LedgerBinary.shared.get()
+        try await TestCollector.with { collector in
+            #expect(try await collector.upload(try ledger.rawPayload(reportID: "raced").encoded()).status == 201)
+            let read = try #require(try await collector.store.rawReports(after: 0, limit: 10).first)
+            let newer = read.reportJSON.replacingOccurrences(of: "\"raced\"", with: "\"raced-newer\"")
+            #expect(newer != read.reportJSON)
+            // The first pass: the entry is still what it read.
+            #expect(try await collector.store.replaceReport(.init(id: read.id, bundleID: read.bundleID, kind: "crash", reportJSON: newer,
+                                                                  symbolicated: false, issue: nil, expectedJSON: read.reportJSON)))
+            // The second pass read it before that: skipped, and the first pass's entry stays.
+            #expect(try await collector.store.replaceReport(.init(id: read.id, bundleID: read.bundleID, kind: "crash", reportJSON: "{}",
+                                                                  symbolicated: true, issue: nil, expectedJSON: read.reportJSON)) == false)
+            let stored = try #require(try await collector.store.rawReports(after: 0, limit: 10).first)
+            #expect(stored.reportJSON == newer)
+        }
+    }
+
     @Test func reportsStoredRawAreResymbolicatedAndRegroupedWhenSymbolsArrive() async throws {
         let ledger = try LedgerBinary.shared.get()
         try await TestCollector.with { collector in   // no symbols at ingest

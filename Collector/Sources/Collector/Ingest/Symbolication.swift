@@ -155,10 +155,12 @@ public final class ArrivalSymbolication: @unchecked Sendable {
             var outcome = Outcome()
             let start = ContinuousClock.now
             var bundleID = ""
+            var overCap = Set<String>()
             for raw in try await job.store.rawReports(diagnosticsID: job.diagnosticsID) {
                 bundleID = raw.bundleID
-                try await finishStored(raw, token: job.token, store: job.store, outcome: &outcome)
+                try await finishStored(raw, capKey: job.token, store: job.store, outcome: &outcome, overCap: &overCap)
             }
+            outcome.buildIDsOverCap = overCap.count
             outcome.duration = ContinuousClock.now - start
             if outcome.reportsTried > 0 {
                 // A missing debug file is no error: the report stays as sent, and said so here.
@@ -169,14 +171,19 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         }
     }
 
-    /// A collector's start: raw reports received in the last `hours` hours are finished by the
-    /// worker's queue (those a restart left queued among them). Logged like an upload's.
+    /// The key a start's pass is capped under (no ingest token is empty).
+    static let startPassCapKey = ""
+
+    /// A collector's start: raw reports received in the last `hours` hours are finished in the
+    /// background (those a restart left queued among them), on the worker's lookup queue and under
+    /// the same hourly cap of build-ids as one token (the rest stay raw for `resymbolicate`).
     public func finishRecentRaw(_ store: any Store, hours: Int = 24, logger: Logger?) {
         state.withLock { $0.unfinished += 1 }
         Task.detached {
             defer { self.finishedOne() }
             do {
-                let result = try await self.resymbolicate(store, receivedSince: Date().addingTimeInterval(-Double(hours) * 3600))
+                let result = try await self.resymbolicate(store, receivedSince: Date().addingTimeInterval(-Double(hours) * 3600),
+                                                          capKey: Self.startPassCapKey)
                 if result.improved > 0 {
                     logger?.info("symbolication at start: \(result.examined) raw reports of the last \(hours) h, \(result.improved) with frames resolved, \(result.completed) complete, \(result.regrouped) moved to another issue")
                 }
@@ -206,18 +213,21 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         }
     }
 
-    /// One stored raw report finished with what the symbols know, replaced and regrouped when it changed.
-    private func finishStored(_ raw: RawReport, token: String?, store: any Store, outcome total: inout Outcome) async throws {
+    /// One stored raw report finished with what the symbols know, replaced and regrouped when it
+    /// changed — unless another pass rewrote it since it was read. `capKey`: whose hourly
+    /// build-ids it spends (an ingest token, or the start's pass); nil for no cap.
+    private func finishStored(_ raw: RawReport, capKey: String?, store: any Store, outcome total: inout Outcome,
+                              overCap: inout Set<String>) async throws {
         guard let entry = try? JSONDecoder().decode(DiagnosticsPayload.CrashReportEntry.self, from: Data(raw.reportJSON.utf8)),
               Self.needsSymbolication(entry) else { return }
         var admittedIDs: Set<String>?
-        if let token {
+        if let capKey {
             var ids: [String] = []
             for thread in entry.thread_info { for frame in thread.frames where Self.isRaw(frame) { ids.append(BuildID(hex: frame.build_id ?? "").hex) } }
             var seen = Set<String>()
             ids = ids.filter { seen.insert($0).inserted }
-            let admitted = admitted(ids, token: token)
-            total.buildIDsOverCap += ids.count - admitted.count
+            let admitted = admitted(ids, token: capKey)
+            overCap.formUnion(ids.filter { !admitted.contains($0) })
             admittedIDs = admitted
         }
         let allowed = admittedIDs
@@ -237,10 +247,13 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         total.missing = Array(Set(total.missing).union(outcome.missing)).sorted()
         guard finished != entry else { return }
         let oldKey = CrashGrouping.issueKey(for: entry), newKey = CrashGrouping.issueKey(for: finished)
-        try await store.replaceReport(.init(
+        guard try await store.replaceReport(.init(
             id: raw.id, bundleID: raw.bundleID, kind: finished.kind,
             reportJSON: String(decoding: try JSONEncoder.api.encode(finished), as: UTF8.self),
-            symbolicated: finished.symbolicated, issue: newKey))
+            symbolicated: finished.symbolicated, issue: newKey, expectedJSON: raw.reportJSON)) else {
+            total.reportsCompleted -= outcome.reportsCompleted   // another pass got there first
+            return
+        }
         total.improved += 1
         if oldKey?.signature != newKey?.signature { total.regrouped += 1 }
     }
@@ -339,7 +352,8 @@ public final class ArrivalSymbolication: @unchecked Sendable {
     /// Symbolicates the reports stored raw with the symbols known now (symbols uploaded after
     /// their crashes), rewrites those that changed and moves them to the issue of their new
     /// signature; an issue left empty goes. The upload's payload copy is left as it arrived.
-    public func resymbolicate(_ store: any Store, batch: Int = 200, receivedSince: Date? = nil) async throws -> Resymbolication {
+    public func resymbolicate(_ store: any Store, batch: Int = 200, receivedSince: Date? = nil,
+                              capKey: String? = nil) async throws -> Resymbolication {
         var result = Resymbolication()
         var after: Int64 = 0
         while true {
@@ -353,7 +367,8 @@ public final class ArrivalSymbolication: @unchecked Sendable {
             for raw in page {
                 result.examined += 1
                 var outcome = Outcome()
-                try await finishStored(raw, token: nil, store: store, outcome: &outcome)
+                var overCap = Set<String>()
+                try await finishStored(raw, capKey: capKey, store: store, outcome: &outcome, overCap: &overCap)
                 result.missing.formUnion(outcome.missing)
                 result.improved += outcome.improved
                 result.completed += outcome.reportsCompleted

@@ -337,17 +337,23 @@ public final class PostgresStore: Store {
         return (rule ?? nil).map(Int.init)
     }
 
-    public func replaceReport(_ replacement: ReportReplacement) async throws {
+    @discardableResult
+    public func replaceReport(_ replacement: ReportReplacement) async throws -> Bool {
         let logger = logger
-        try await client.withTransaction(logger: logger) { connection in
+        return try await client.withTransaction(logger: logger) { connection -> Bool in
+            // The report's row, locked until the update commits: its former issue, and whether
+            // another pass rewrote it since it was read.
+            let rows = try await connection.query("SELECT issue_id, report FROM reports WHERE id = \(replacement.id) FOR UPDATE",
+                                                  logger: logger)
+            var found: (Int64?, String)?
+            for try await row in rows.decode((Int64?, String).self) { found = row }
+            guard let (former, stored) = found else { return false }   // purged meanwhile
+            if let expected = replacement.expectedJSON, stored != expected { return false }
             var issueID: Int64?
             if let issue = replacement.issue {
                 issueID = try await upsertIssue(issue, bundleID: replacement.bundleID, kind: replacement.kind,
                                                 at: replacement.now.millisecondsSince1970, on: connection, logger: logger)
             }
-            // The former issue, the row locked until the update commits.
-            let former = try await first(connection.query("SELECT issue_id FROM reports WHERE id = \(replacement.id) FOR UPDATE",
-                                                          logger: logger), as: Int64?.self) ?? nil
             try await connection.query("""
                 UPDATE reports SET report = \(replacement.reportJSON), symbolicated = \(replacement.symbolicated), issue_id = \(issueID)
                 WHERE id = \(replacement.id)
@@ -362,6 +368,7 @@ public final class PostgresStore: Store {
                     DELETE FROM issues WHERE id = \(former) AND NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = \(former))
                     """, logger: logger)
             }
+            return true
         }
     }
 

@@ -279,19 +279,25 @@ public actor SQLiteStore: Store {
             """) { $0.optionalInt(0) }.first.flatMap { $0.map(Int.init) }
     }
 
-    public func replaceReport(_ replacement: ReportReplacement) throws {
+    @discardableResult
+    public func replaceReport(_ replacement: ReportReplacement) throws -> Bool {
         try db.transaction {
+            let rows = try db.query("SELECT issue_id, report FROM reports WHERE id = ?1", [.integer(replacement.id)]) {
+                ($0.optionalInt(0), $0.text(1))
+            }
+            guard let (formerID, stored) = rows.first else { return false }   // purged meanwhile
+            if let expected = replacement.expectedJSON, stored != expected { return false }
             let issueID = try replacement.issue.map {
                 try upsertIssue($0, bundleID: replacement.bundleID, kind: replacement.kind, at: replacement.now.millisecondsSince1970)
             } ?? .null
-            let former = try db.query("SELECT issue_id FROM reports WHERE id = ?1", [.integer(replacement.id)]) { $0.optionalInt(0) }
             try db.run("UPDATE reports SET report = ?2, symbolicated = ?3, issue_id = ?4 WHERE id = ?1", [
                 .integer(replacement.id), .text(replacement.reportJSON), .bool(replacement.symbolicated), issueID,
             ])
-            if let formerID = former.first ?? nil {
+            if let formerID {
                 try db.run("DELETE FROM issues WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM reports WHERE issue_id = ?1)",
                            [.integer(formerID)])
             }
+            return true
         }
     }
 

@@ -48,8 +48,11 @@ public protocol Store: Sendable {
     /// symbolicated false: what arrival symbolication finishes after the answer.
     func rawReports(diagnosticsID: String) async throws -> [RawReport]
     /// Replaces a stored report's entry after symbolication and moves it to the issue of its new
-    /// signature; its former issue goes when no report is left in it.
-    func replaceReport(_ replacement: ReportReplacement) async throws
+    /// signature; its former issue goes when no report is left in it. With `expectedJSON`, only
+    /// when the stored entry is still that text (another pass did not rewrite it since it was
+    /// read); false when it was not replaced.
+    @discardableResult
+    func replaceReport(_ replacement: ReportReplacement) async throws -> Bool
 
     /// Every stored report, by id, those after `id` (paging), with its issue's signature: what
     /// `crash-collector regroup` re-signs with the current grouping rule.
@@ -79,9 +82,11 @@ public struct ReportReplacement: Sendable {
     public var symbolicated: Bool
     public var issue: CrashGrouping.IssueKey?
     public var now: Date
+    /// The entry as it was read: the replacement is skipped when the stored one differs now.
+    public var expectedJSON: String?
 
     public init(id: Int64, bundleID: String, kind: String, reportJSON: String, symbolicated: Bool, issue: CrashGrouping.IssueKey?,
-                now: Date = Date()) {
+                now: Date = Date(), expectedJSON: String? = nil) {
         self.id = id
         self.bundleID = bundleID
         self.kind = kind
@@ -89,6 +94,7 @@ public struct ReportReplacement: Sendable {
         self.symbolicated = symbolicated
         self.issue = issue
         self.now = now
+        self.expectedJSON = expectedJSON
     }
 }
 
