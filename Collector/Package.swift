@@ -25,18 +25,23 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),   // postgres-nio's, for sslmode=require
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),     // postgres-nio's: SHA-256 of idempotency scopes
+        // GET /metrics: counters and histograms through swift-metrics, in Prometheus' text format.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Content-Encoding: gzip bodies, inflated into ByteBuffers with a cap.
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // The alert webhook's POSTs (an HTTP client on the server's own event loops, not URLSession).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // The system's zlib, to gunzip request bodies (named apart from the root package's CZlib).
-        .systemLibrary(name: "CCollectorZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The system's libqrencode (Debian libqrencode-dev): the Connect App modal's QR code.
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .target(
             name: "Collector",
             dependencies: [
-                "CSQLite", "CCollectorZlib", "CQREncode",
+                "CSQLite", "CQREncode",
                 .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                 // Symbolication on arrival of records sent raw (stripped binaries): libdw, a symbol store, debuginfod.
                 .product(name: "CrashSymbolication", package: "swift-crash-reporting"),
@@ -51,6 +56,10 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .executableTarget(
@@ -64,12 +73,14 @@ let package = Package(
         ),
         .testTarget(
             name: "CollectorTests",
-            dependencies: ["Collector", "CCollectorZlib", "CrashCollector", .product(name: "CrashReportModel", package: "swift-crash-reporting"),
+            dependencies: ["Collector", "CrashCollector", .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Hummingbird", package: "hummingbird"),   // the alert webhook's listener
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "Crypto", package: "swift-crypto")]   // the CSP's script hash, checked
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "CompressNIO", package: "compress-nio"),   // gzip'd test bodies
+                           .product(name: "NIOCore", package: "swift-nio")]   // the CSP's script hash, checked
         ),
     ]
 )

@@ -54,6 +54,8 @@ public struct CollectorConfiguration: Sendable {
     public var alertCheckInterval: Duration
     /// Symbolication on arrival of reports sent raw (`--symbols`, `--debuginfod`); nil: stored as sent.
     public var symbolication: ArrivalSymbolication?
+    /// What GET /metrics serves; one per collector.
+    public var metrics = CollectorMetrics()
 
     public static let seedBodyLimit = 5 * 1024 * 1024
     public static let defaultMaxInflatedBytes = 8 * 1024 * 1024

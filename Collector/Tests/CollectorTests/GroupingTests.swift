@@ -127,6 +127,31 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         #expect(throws: Gzip.Failure.self) { try Gzip.decompress(Array(gzipped.dropLast(10)), limit: 1 << 20) }
         #expect(throws: Gzip.Failure.self) { try Gzip.decompress(gzipped, limit: 1000) }
         #expect(throws: Gzip.Failure.self) { try Gzip.decompress([1, 2, 3], limit: 1000) }
+        #expect(throws: Gzip.Failure.self) { try Gzip.decompress([], limit: 1000) }
+    }
+
+    /// Every way a body can be cut short is refused (none passes as a shorter document), however
+    /// many 64 KiB windows the text fills; the limit holds to the byte; a second member or other
+    /// bytes after the first member's end are refused, not dropped unsaid.
+    @Test func gunzipTellsAnEndedStreamFromOneCutShort() throws {
+        var generator = SystemRandomNumberGenerator()
+        // Incompressible in part, so the gzip'd body is long enough to cut in many places.
+        let text = (0..<200_000).map { index in index % 3 == 0 ? UInt8.random(in: 0...255, using: &generator) : UInt8(index % 7) }
+        let gzipped = [UInt8](try Gzipped.compress(Data(text)))
+        #expect(try Gzip.decompress(gzipped, limit: text.count) == text)
+        #expect(throws: Gzip.Failure.self) { try Gzip.decompress(gzipped, limit: text.count - 1) }
+        var cuts = Array(1..<min(64, gzipped.count))
+        cuts += stride(from: 64, to: gzipped.count, by: 997)
+        for cut in cuts {
+            #expect(throws: Gzip.Failure.self, "cut to \(cut) of \(gzipped.count) bytes") {
+                try Gzip.decompress(Array(gzipped.prefix(cut)), limit: 1 << 20)
+            }
+        }
+        #expect(throws: Gzip.Failure.self) { try Gzip.decompress(gzipped + gzipped, limit: 1 << 20) }
+        #expect(throws: Gzip.Failure.self) { try Gzip.decompress(gzipped + [0], limit: 1 << 20) }
+        // A stream whose output fills the window exactly ends as well as any other.
+        let exact = [UInt8](repeating: 7, count: Gzip.window * 2)
+        #expect(try Gzip.decompress([UInt8](try Gzipped.compress(Data(exact))), limit: exact.count) == exact)
     }
 
     @Test func connectLinkValidation() {

@@ -228,6 +228,16 @@ private func run(_ tool: String, _ arguments: [String]) throws -> String {
             let raw = "ledger + 0x" + String(ledger.functions["ledger_total"]! + 8, radix: 16) + " — SIGSEGV"
             #expect(titles.contains(raw), "the capped token's crash is grouped raw: \(titles)")
             #expect(titles.contains("ledger_total — SIGSEGV"), "the other token's is symbolicated: \(titles)")
+
+            // /metrics counts each raw frame's lookup. The first token's one build-id is libc's: its
+            // frame has no debug file in both of its uploads, and the capped upload's two ledger
+            // frames are not looked up. The second token's one build-id is the ledger's (two frames
+            // resolved), so its libc frame is the one past the cap.
+            let series = try await scrape(collector)
+            #expect(series["collector_symbolication_frames_total{result=\"resolved\"}"] == 2, "\(series)")
+            #expect(series["collector_symbolication_frames_total{result=\"no_debug_file\"}"] == 2)
+            #expect(series["collector_symbolication_frames_total{result=\"over_cap\"}"] == 3)
+            #expect(series["collector_symbolication_queue_depth"] == 0)
         }
     }
 

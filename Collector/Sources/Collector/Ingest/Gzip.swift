@@ -1,6 +1,9 @@
-// gunzip for request bodies sent with Content-Encoding: gzip, through the system's zlib. The output
-// is capped: 5 MiB of gzip can inflate to gigabytes, and a collector must not be the one to find out.
-import CCollectorZlib
+// gunzip for request bodies sent with Content-Encoding: gzip, through compress-nio (zlib under
+// ByteBuffers). The output is capped: 5 MiB of gzip can inflate to gigabytes, and a collector must
+// not be the one to find out. compress-nio's one-call helpers neither cap per window nor tell a
+// stream that ended from one cut short, so the loop below drives its decompressor itself.
+import CompressNIO
+import NIOCore
 
 enum Gzip {
     enum Failure: Error, CustomStringConvertible {
@@ -15,36 +18,58 @@ enum Gzip {
         }
     }
 
-    /// The inflated bytes of a gzip (or zlib) stream; throws past `limit` output bytes.
+    static let window = 64 * 1024
+
+    /// The inflated bytes of one gzip member; throws past `limit` output bytes, for a stream cut
+    /// short, and for bytes after the member's end (a second member would otherwise be lost unsaid).
     static func decompress(_ data: [UInt8], limit: Int) throws -> [UInt8] {
         guard !data.isEmpty else { throw Failure.invalid("empty body") }
-        var stream = z_stream()
-        // windowBits 15 + 32: detect a gzip or a zlib header.
-        var status = inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-        guard status == Z_OK else { throw Failure.invalid("zlib init \(status)") }
-        defer { inflateEnd(&stream) }
-        var result: [UInt8] = []
-        result.reserveCapacity(min(limit, data.count * 4))
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        try data.withUnsafeBufferPointer { input in
-            stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
-            stream.avail_in = uInt(input.count)
-            repeat {
-                let produced: Int = chunk.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = uInt(out.count)
-                    status = inflate(&stream, Z_NO_FLUSH)
-                    return out.count - Int(stream.avail_out)
-                }
-                guard status == Z_OK || status == Z_STREAM_END else {
-                    // Z_BUF_ERROR: no progress possible, i.e. the input ended before the stream did.
-                    let message = status == Z_BUF_ERROR ? "truncated stream" : stream.msg.map { String(cString: $0) } ?? "zlib status \(status)"
-                    throw Failure.invalid(message)
-                }
-                guard result.count + produced <= limit else { throw Failure.tooLarge(limit: limit) }
-                result.append(contentsOf: chunk[0..<produced])
-            } while status != Z_STREAM_END
+        let decompressor: ZlibDecompressor
+        do {
+            decompressor = try ZlibDecompressor(algorithm: .gzip)
+        } catch {
+            throw Failure.invalid("zlib could not start: \(error)")
         }
-        return result
+        var input = ByteBuffer(bytes: data)
+        var window = ByteBufferAllocator().buffer(capacity: Self.window)
+        var output: [UInt8] = []
+        output.reserveCapacity(min(limit, data.count * 4))
+        while true {
+            window.clear()
+            // No error: zlib stopped with room left in the window, so either the stream ended or
+            // every input byte was taken.
+            var stopped = true
+            do {
+                try decompressor.inflate(from: &input, to: &window)
+            } catch let error as CompressNIOError where error == .bufferOverflow {
+                stopped = false   // the window is full; more to come
+            } catch let error as CompressNIOError where error == .inputBufferOverflow {
+                throw Failure.invalid("truncated stream")
+            } catch let error as CompressNIOError where error == .corruptData {
+                throw Failure.invalid("corrupt data")
+            } catch {
+                throw Failure.invalid("\(error)")
+            }
+            guard output.count + window.readableBytes <= limit else { throw Failure.tooLarge(limit: limit) }
+            output.append(contentsOf: window.readableBytesView)
+            guard stopped else { continue }
+            if input.readableBytes > 0 { throw Failure.invalid("data after the end of the gzip stream") }
+            guard ended(decompressor) else { throw Failure.invalid("truncated stream") }
+            return output
+        }
+    }
+
+    /// Whether the stream has ended, asked once every input byte was taken. zlib answers an ended
+    /// stream without reading more, so one probe byte is left unread exactly then; a stream still
+    /// open reads it (or calls it corrupt).
+    private static func ended(_ decompressor: ZlibDecompressor) -> Bool {
+        var probe = ByteBuffer(bytes: [0])
+        var room = ByteBufferAllocator().buffer(capacity: 16)
+        do {
+            try decompressor.inflate(from: &probe, to: &room)
+        } catch {
+            return false
+        }
+        return probe.readableBytes == 1 && room.readableBytes == 0
     }
 }

@@ -12,6 +12,9 @@ struct APIAnswer: Sendable {
     var body: Data
     /// Sent as Retry-After (seconds) with a 429.
     var retryAfter: Int? = nil
+    /// The upload limit this answer refuses for (ValidationFailure.limit, "body_bytes",
+    /// "inflated_bytes"): counted by /metrics, never sent.
+    var limit: String? = nil
 
     static func json(_ status: Int, _ value: some Encodable) -> APIAnswer {
         APIAnswer(status: status, body: (try? JSONEncoder.api.encode(value)) ?? Data("{}".utf8))
@@ -22,15 +25,28 @@ struct APIAnswer: Sendable {
     }
 
     static let unauthorized = error(401, "unauthorized", "Missing or invalid bearer token")
-    static let tooLarge = json(413, TooLargeBody(
-        error: "payload_too_large", message: "Payload exceeds 5MB limit", max_size_bytes: CollectorConfiguration.seedBodyLimit))
+    static let tooLarge: APIAnswer = {
+        var answer = json(413, TooLargeBody(
+            error: "payload_too_large", message: "Payload exceeds 5MB limit", max_size_bytes: CollectorConfiguration.seedBodyLimit))
+        answer.limit = "body_bytes"
+        return answer
+    }()
 
     /// A gzip'd body that inflates past the collector's cap: the seed's 413, the cap named beside
     /// the 5 MB the runtime shrinks its payload to.
     static func inflatesTooLarge(limit: Int) -> APIAnswer {
-        json(413, TooLargeBody(
+        var answer = json(413, TooLargeBody(
             error: "payload_too_large", message: "Payload inflates past the \(limit)-byte limit",
             max_size_bytes: CollectorConfiguration.seedBodyLimit, max_inflated_bytes: limit))
+        answer.limit = "inflated_bytes"
+        return answer
+    }
+
+    /// A 400 naming what is wrong (and, for a limit passed, which one).
+    static func invalid(_ failure: ValidationFailure) -> APIAnswer {
+        var answer = error(400, "validation_failed", failure.message, details: failure.details)
+        answer.limit = failure.limit
+        return answer
     }
 }
 
@@ -124,7 +140,7 @@ struct Ingest: Sendable {
             try UploadLimits.diagnosticsUpload.check(json)
             payload = try PayloadDecoding.decode(json)
         } catch let failure as ValidationFailure {
-            return .error(400, "validation_failed", failure.message, details: failure.details)
+            return .invalid(failure)
         } catch Gzip.Failure.tooLarge(let limit) {
             return .inflatesTooLarge(limit: limit)
         } catch {
@@ -147,6 +163,7 @@ struct Ingest: Sendable {
                 let full = "symbolication: queue full (\(symbolication.limits.queuedUploads) uploads): upload \(answer.diagnostics_id) "
                     + "(\(payload.app_metadata.bundle_id)) stays raw; `crash-collector resymbolicate` finishes it"
                 logger?.warning("\(full)")
+                configuration.metrics.symbolicationQueueFull()
             }
             return APIAnswer(status: 201, body: Data(answerText.utf8))
         case .duplicate(let first): return key?.answer(repeating: first) ?? APIAnswer(status: 201, body: Data(first.utf8))
@@ -201,7 +218,7 @@ struct Ingest: Sendable {
             case let value: events = [value]
             }
         } catch let failure as ValidationFailure {
-            return .error(400, "validation_failed", failure.message, details: failure.details)
+            return .invalid(failure)
         } catch Gzip.Failure.tooLarge(let limit) {
             return .inflatesTooLarge(limit: limit)
         } catch {

@@ -7,6 +7,9 @@ import Foundation
 struct ValidationFailure: Error, Equatable {
     var message: String
     var details: [String]
+    /// The upload limit passed, by its short name ("logs", "custom_data", "depth"); nil for
+    /// other problems.
+    var limit: String? = nil
 }
 
 enum PayloadDecoding {

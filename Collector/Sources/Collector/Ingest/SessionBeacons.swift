@@ -24,7 +24,7 @@ extension Ingest {
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(json))
             beacons = try Self.beacons(value, receivedAt: now)
         } catch let failure as ValidationFailure {
-            return .error(400, "validation_failed", failure.message, details: failure.details)
+            return .invalid(failure)
         } catch Gzip.Failure.tooLarge(let limit) {
             return .inflatesTooLarge(limit: limit)
         } catch {

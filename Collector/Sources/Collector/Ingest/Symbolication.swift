@@ -22,6 +22,9 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         /// Entries whose in-app frames all have a function now.
         public var reportsCompleted = 0
         public var framesResolved = 0
+        /// Raw frames left raw: no debug file for their build-id, or past their token's cap.
+        public var framesWithoutDebugFile = 0
+        public var framesOverCap = 0
         /// "CrashFixture (build-id 1a2b…)": modules with raw frames and no debug file anywhere.
         public var missing: [String] = []
         public var duration: Duration = .zero
@@ -77,6 +80,8 @@ public final class ArrivalSymbolication: @unchecked Sendable {
     }
 
     private let state = Mutex(WorkState())
+    /// Where the worker's frame lookups are counted (the collector's /metrics), once a server runs.
+    private let metrics = Mutex<CollectorMetrics?>(nil)
     private let beforeLookup: (@Sendable () -> Void)?
     private let jobs: AsyncStream<Job>.Continuation
 
@@ -138,6 +143,11 @@ public final class ArrivalSymbolication: @unchecked Sendable {
 
     /// Uploads queued or being symbolicated now.
     public var unfinishedUploads: Int { state.withLock { $0.unfinished } }
+
+    /// Counts the worker's frame lookups into `metrics` from now on.
+    func report(to metrics: CollectorMetrics) {
+        self.metrics.withLock { $0 = metrics }
+    }
 
     private func finishedOne() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -244,6 +254,11 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         total.reportsTried += outcome.reportsTried
         total.reportsCompleted += outcome.reportsCompleted
         total.framesResolved += outcome.framesResolved
+        if let metrics = metrics.withLock({ $0 }) {
+            metrics.symbolicated(.resolved, frames: outcome.framesResolved)
+            metrics.symbolicated(.noDebugFile, frames: outcome.framesWithoutDebugFile)
+            metrics.symbolicated(.overCap, frames: outcome.framesOverCap)
+        }
         total.missing = Array(Set(total.missing).union(outcome.missing)).sorted()
         guard finished != entry else { return }
         let oldKey = CrashGrouping.issueKey(for: entry), newKey = CrashGrouping.issueKey(for: finished)
@@ -302,7 +317,7 @@ public final class ArrivalSymbolication: @unchecked Sendable {
         for thread in entry.thread_info.indices {
             var frames: [DiagnosticsPayload.Frame] = []
             for frame in entry.thread_info[thread].frames {
-                let resolved = resolve(frame, missing: &missing, allowed: allowed)
+                let resolved = resolve(frame, missing: &missing, allowed: allowed, outcome: &outcome)
                 if resolved.count > 1 || resolved.first?.file != nil || resolved.first?.function != frame.function {
                     outcome.framesResolved += 1
                 }
@@ -380,14 +395,19 @@ public final class ArrivalSymbolication: @unchecked Sendable {
 
     /// The frame's source locations, innermost first, each a frame with the original index,
     /// address, module, offset and build-id; the frame itself when nothing resolves it.
-    private func resolve(_ frame: DiagnosticsPayload.Frame, missing: inout [String: String], allowed: Set<String>?) -> [DiagnosticsPayload.Frame] {
-        guard Self.isRaw(frame), let buildID = frame.build_id, let offset = frame.module_offset.flatMap(Address.init(hex:)),
-              allowed?.contains(BuildID(hex: buildID).hex) ?? true else {
+    private func resolve(_ frame: DiagnosticsPayload.Frame, missing: inout [String: String], allowed: Set<String>?,
+                         outcome: inout Outcome) -> [DiagnosticsPayload.Frame] {
+        guard Self.isRaw(frame), let buildID = frame.build_id, let offset = frame.module_offset.flatMap(Address.init(hex:)) else {
+            return [frame]
+        }
+        guard allowed?.contains(BuildID(hex: buildID).hex) ?? true else {
+            outcome.framesOverCap += 1
             return [frame]
         }
         switch cache.lookup(buildID: BuildID(hex: buildID), path: frame.module ?? "", fileAddress: offset.value) {
         case .failure:
             missing[BuildID(hex: buildID).hex] = frame.module ?? "?"
+            outcome.framesWithoutDebugFile += 1
             return [frame]
         case .success(let locations):
             guard !locations.isEmpty else { return [frame] }

@@ -92,7 +92,7 @@ private struct LimitScanner {
     private mutating func value(_ position: Position) throws {
         values += 1
         if values > limits.maxValues {
-            throw exceeded("body: more than \(limits.maxValues) JSON values")
+            throw exceeded("body: more than \(limits.maxValues) JSON values", named: "values")
         }
         guard index < bytes.count else { throw invalid("unexpected end of input") }
         switch bytes[index] {
@@ -108,7 +108,7 @@ private struct LimitScanner {
 
     private mutating func enter(_ position: Position) throws {
         depth += 1
-        if depth > limits.maxDepth { throw exceeded("body: nested deeper than \(limits.maxDepth) levels") }
+        if depth > limits.maxDepth { throw exceeded("body: nested deeper than \(limits.maxDepth) levels", named: "depth") }
         if position == .customData, depth == 2 { customData = (index, whitespace) }
     }
 
@@ -202,17 +202,17 @@ private struct LimitScanner {
             return   // its 100 KB bound it, and name the limit that matters
         default:
             guard count > limits.maxMembers else { return }
-            throw exceeded("body: an array or object with more than \(limits.maxMembers) entries")
+            throw exceeded("body: an array or object with more than \(limits.maxMembers) entries", named: "members")
         }
         guard count > limit.0 else { return }
         let seedLimit = [.logs, .networkErrors, .crashReports, .screenshots, .stackTrace, .frames].contains(position)
-        throw exceeded("\(limit.1): more than \(limit.0) entries\(seedLimit ? " (seed 000's limit)" : "")")
+        throw exceeded("\(limit.1): more than \(limit.0) entries\(seedLimit ? " (seed 000's limit)" : "")", named: limit.1)
     }
 
     private func checkCustomData() throws {
         guard let start = customData, let limit = limits.diagnostics?.customDataBytes else { return }
         if index - start.start - (whitespace - start.whitespace) > limit {
-            throw exceeded("custom_data: more than \(limit) bytes of JSON (seed 000's limit)")
+            throw exceeded("custom_data: more than \(limit) bytes of JSON (seed 000's limit)", named: "custom_data")
         }
     }
 
@@ -256,10 +256,10 @@ private struct LimitScanner {
         let start = index
         let scalars = try skipString()
         if index - start - 2 > limits.maxStringBytes {
-            throw exceeded("body: a string longer than \(limits.maxStringBytes) bytes")
+            throw exceeded("body: a string longer than \(limits.maxStringBytes) bytes", named: "string_bytes")
         }
         if position == .logMessage, let limit = limits.diagnostics?.logMessageCharacters, scalars > limit {
-            throw exceeded("logs/*/message: longer than \(limit) characters (seed 000's limit)")
+            throw exceeded("logs/*/message: longer than \(limit) characters (seed 000's limit)", named: "logs/*/message")
         }
     }
 
@@ -268,7 +268,7 @@ private struct LimitScanner {
         let start = index
         _ = try skipString()
         let length = index - start - 2
-        if length > limits.maxKeyBytes { throw exceeded("body: a member name longer than \(limits.maxKeyBytes) bytes") }
+        if length > limits.maxKeyBytes { throw exceeded("body: a member name longer than \(limits.maxKeyBytes) bytes", named: "key_bytes") }
         let raw = Array(bytes[(start + 1)..<(index - 1)])
         guard raw.contains(UInt8(ascii: "\\")) else { return raw }
         return Self.unescaped(raw)
@@ -310,7 +310,7 @@ private struct LimitScanner {
             }
             // Refused as soon as it is known, not at its end.
             if index - start > max(limits.maxStringBytes, limits.maxKeyBytes) + 1 {
-                throw exceeded("body: a string longer than \(max(limits.maxStringBytes, limits.maxKeyBytes)) bytes")
+                throw exceeded("body: a string longer than \(max(limits.maxStringBytes, limits.maxKeyBytes)) bytes", named: "string_bytes")
             }
         }
         throw invalid("unterminated string")
@@ -329,7 +329,7 @@ private struct LimitScanner {
             if peek(UInt8(ascii: "+")) || peek(UInt8(ascii: "-")) { index += 1 }
             guard digits() > 0 else { throw invalid("invalid number") }
         }
-        if index - start > 1024 { throw exceeded("body: a number longer than 1024 characters") }
+        if index - start > 1024 { throw exceeded("body: a number longer than 1024 characters", named: "number_length") }
     }
 
     private mutating func digits() -> Int {
@@ -421,7 +421,8 @@ private struct LimitScanner {
         ValidationFailure(message: "Body is not valid JSON", details: ["invalid JSON: \(reason) at byte \(index)"])
     }
 
-    private func exceeded(_ limit: String) -> ValidationFailure {
-        ValidationFailure(message: "Limit exceeded: \(limit)", details: [limit])
+    /// `name`: the limit's short name, a label of the /metrics counter of refusals (a fixed set).
+    private func exceeded(_ limit: String, named name: String) -> ValidationFailure {
+        ValidationFailure(message: "Limit exceeded: \(limit)", details: [limit], limit: name)
     }
 }

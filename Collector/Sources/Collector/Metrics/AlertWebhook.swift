@@ -1,12 +1,13 @@
 // --alert-webhook URL: every check interval (a minute), the velocity alerts are POSTed there as
 // JSON, each issue at most once an hour. A failed POST (no answer, or not 2xx) is tried again at the
 // next check. What was sent is remembered in this process: collectors sharing a database each send.
+// The POSTs go through async-http-client on NIO's event loops (no redirects followed: the operator
+// names the URL that receives the alerts).
+import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOCore
 import ServiceLifecycle
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 struct AlertWebhook: Service {
     let metrics: IssueMetrics
@@ -27,21 +28,23 @@ struct AlertWebhook: Service {
         var issue_path: String
     }
 
+    /// One POST's bound, connection included.
+    static let requestTimeout: TimeAmount = .seconds(10)
+
     func run() async throws {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 10
-        let session = URLSession(configuration: configuration)
-        defer { session.invalidateAndCancel() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(
+            redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: Self.requestTimeout)))
         var sent: [Int64: Date] = [:]
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            await checkOnce(now: Date(), sent: &sent, session: session)
+            await checkOnce(now: Date(), sent: &sent, client: client)
             let interval = interval
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
+        try await client.shutdown()
     }
 
     /// Sends the alerts not sent in the last hour; `sent` is when each issue's last one went.
-    func checkOnce(now: Date, sent: inout [Int64: Date], session: URLSession) async {
+    func checkOnce(now: Date, sent: inout [Int64: Date], client: HTTPClient) async {
         sent = sent.filter { now.timeIntervalSince($0.value) < Self.quietPeriod }
         let answer: AlertsJSON
         do {
@@ -53,14 +56,16 @@ struct AlertWebhook: Service {
         for alert in answer.alerts where sent[alert.issue.id] == nil {
             let body = Body(generated_at: answer.generated_at, rule: answer.rule, issue: alert.issue, last_hour: alert.last_hour,
                             baseline_per_hour: alert.baseline_per_hour, issue_path: "/issues/\(alert.issue.id)")
-            var request = URLRequest(url: url)
-            request.httpMethod = "POST"
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.setValue("crash-collector", forHTTPHeaderField: "User-Agent")
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "User-Agent", value: "crash-collector")
             do {
-                request.httpBody = try JSONEncoder.api.encode(body)
-                let (_, response) = try await session.data(for: request)
-                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+                request.body = .bytes(ByteBuffer(bytes: try JSONEncoder.api.encode(body)))
+                let response = try await client.execute(request, timeout: Self.requestTimeout)
+                // Read (a little of) the answer so that the connection can serve the next POST.
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                let status = Int(response.status.code)
                 guard (200..<300).contains(status) else {
                     logger.warning("alert webhook answered \(status) for issue \(alert.issue.id); trying again at the next check")
                     continue

@@ -95,6 +95,15 @@ public enum CollectorServer {
         let gate = configuration.uploadGate
             ?? UploadGate(overall: configuration.uploadsInFlight, perToken: configuration.uploadsInFlightPerToken)
         let work = UploadExecutor.shared
+        let metrics = configuration.metrics
+        configuration.symbolication?.report(to: metrics)
+        /// An upload's handler: its answer (a failure is a 500) counted and timed for /metrics.
+        @Sendable func upload(_ endpoint: CollectorMetrics.Endpoint, _ body: () async throws -> APIAnswer) async -> Response {
+            let start = ContinuousClock.now
+            let answer = await answer(logger, body)
+            metrics.uploadAnswered(endpoint, status: answer.status, limit: answer.limit, duration: .now - start)
+            return json(answer)
+        }
         /// A 429 when the request's token (checked before) has used its bucket; nil to go on.
         @Sendable func limited(_ request: Request) -> APIAnswer? {
             guard let limiter else { return nil }
@@ -106,9 +115,17 @@ public enum CollectorServer {
 
         router.get("/health") { _, _ in json(APIAnswer.json(200, ["status": "ok"])) }
         router.get("/openapi.json") { _, _ in json(APIAnswer(status: 200, body: Data(OpenAPI.document.utf8))) }
+        // Prometheus' text format; a scraper sends the dashboard credentials (basic_auth).
+        router.get("/metrics") { request, context in
+            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            let text = metrics.exposition(uploadsInFlight: gate.inFlight,
+                                          symbolicationQueue: configuration.symbolication?.unfinishedUploads)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: text)))
+        }
 
         router.post("/api/v1/qa/diagnostics") { request, context in
-            await answering(logger) {
+            await upload(.diagnostics) {
                 // The token is checked before the body is read: an unauthorised sender gets its
                 // 401 without the server buffering 5 MB first.
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
@@ -129,7 +146,7 @@ public enum CollectorServer {
         }
 
         router.post("/api/logs") { request, context in
-            await answering(logger) {
+            await upload(.logs) {
                 guard ingest.mayPostLogs(authorization: request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
                 return try await gate.admitting(request.headers[.authorization] ?? "") {
@@ -143,7 +160,7 @@ public enum CollectorServer {
         }
 
         router.post("/api/v1/sessions") { request, context in
-            await answering(logger) {
+            await upload(.sessions) {
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
                 return try await gate.admitting(request.headers[.authorization] ?? "") {
@@ -263,11 +280,15 @@ public enum CollectorServer {
 
     /// Runs a handler; a failure (the database, usually) is a 500 the runtime retries later.
     static func answering(_ logger: Logger, _ body: () async throws -> APIAnswer) async -> Response {
+        json(await answer(logger, body))
+    }
+
+    static func answer(_ logger: Logger, _ body: () async throws -> APIAnswer) async -> APIAnswer {
         do {
-            return json(try await body())
+            return try await body()
         } catch {
             logger.error("request failed: \(error)")
-            return json(.error(500, "internal_error", "Internal Server Error"))
+            return .error(500, "internal_error", "Internal Server Error")
         }
     }
 

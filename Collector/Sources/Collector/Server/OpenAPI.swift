@@ -607,6 +607,14 @@ enum OpenAPI {
                           "401": {"$ref": "#/components/responses/Unauthorized"}}
           }
         },
+        "/metrics": {
+          "get": {
+            "summary": "Prometheus' text format: uploads by endpoint and status, their durations, refusals by the limit passed, uploads in flight, and arrival symbolication's queue and frame lookups.",
+            "security": [{"dashboard": []}],
+            "responses": {"200": {"description": "Text exposition format 0.0.4.", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                          "401": {"$ref": "#/components/responses/Unauthorized"}}
+          }
+        },
         "/health": {"get": {"summary": "Liveness.", "responses": {"200": {"description": "{\"status\": \"ok\"}"}}}},
         "/openapi.json": {"get": {"summary": "This document.", "responses": {"200": {"description": "OpenAPI 3.1."}}}}
       }
