@@ -60,7 +60,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ]
+            ],
+            // Compiled in: GET /openapi.json and the runtime's payload schema it $refs (a symlink
+            // to Schemas/diagnostics-payload.schema.json).
+            resources: [.embedInCode("Server/openapi.json"), .embedInCode("Server/diagnostics-payload.schema.json")]
         ),
         .executableTarget(
             name: "CrashCollector",

@@ -1,65 +1,69 @@
-// GET /openapi.json: served, names every route, and its payload schemas are the runtime's
-// Schemas/diagnostics-payload.schema.json (what tools/collector-schemathesis generates its valid
-// uploads from), but for test_run_id, which the collector accepts as any non-empty string.
+// GET /openapi.json: served, and its upload payload is the runtime's own schema — a $ref to
+// GET /schemas/diagnostics-payload.schema.json, which serves Schemas/diagnostics-payload.schema.json
+// byte for byte (what tools/collector-schemathesis generates its valid uploads from). Every $ref in
+// the document resolves, in the document or in that schema.
 import Foundation
 import Testing
 
 @Suite struct OpenAPITests {
     static let schemaURL = Fixtures.samplePayloadURL.deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Schemas/diagnostics-payload.schema.json")
+    static let schemaRef = "schemas/diagnostics-payload.schema.json"
 
-    /// The root schema's $defs under the document's component names.
-    static let componentNames = [
-        "timestamp": "Timestamp", "hexAddress": "HexAddress", "buildID": "BuildID", "appMetadata": "AppMetadata",
-        "deviceMetadata": "DeviceMetadata", "logEntry": "LogEntry", "networkError": "NetworkError", "crashReport": "CrashReport",
-        "thread": "Thread", "frame": "Frame", "image": "Image", "signal": "Signal", "error": "ErrorInfo", "screenshot": "Screenshot",
-    ]
+    @Test func thePayloadIsTheRuntimesSchemaServedBeside() async throws {
+        try await TestCollector.with { collector in
+            let document = try await collector.get("/openapi.json")
+            #expect(document.status == 200)
+            let components = try #require((document.json["components"] as? [String: Any])?["schemas"] as? [String: Any])
+            let payload = try #require(components["DiagnosticsPayload"] as? [String: Any])
+            #expect(payload["$ref"] as? String == Self.schemaRef)
 
-    /// `$ref: #/$defs/x` → `#/components/schemas/X`, everywhere in `value`.
-    static func rewritingRefs(_ value: Any) -> Any {
-        if let object = value as? [String: Any] {
-            var result: [String: Any] = [:]
-            for (key, member) in object {
-                if key == "$ref", let ref = member as? String, ref.hasPrefix("#/$defs/"),
-                   let name = componentNames[String(ref.dropFirst("#/$defs/".count))] {
-                    result[key] = "#/components/schemas/" + name
-                } else {
-                    result[key] = rewritingRefs(member)
-                }
-            }
-            return result
+            // The relative $ref, resolved against the document's URL, is served: the runtime's file as it is.
+            let schema = try await collector.get("/" + Self.schemaRef)
+            #expect(schema.status == 200)
+            #expect(schema.header("Content-Type") == "application/schema+json")
+            #expect(schema.body == (try Data(contentsOf: Self.schemaURL)))
         }
-        if let array = value as? [Any] { return array.map(rewritingRefs) }
-        return value
     }
 
-    @Test func payloadSchemasAreTheRuntimes() async throws {
+    @Test func everyReferenceResolves() async throws {
         try await TestCollector.with { collector in
-            let document = try await collector.get("/openapi.json").json
-            let components = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
-            let schema = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: Self.schemaURL)) as? [String: Any])
-            let definitions = try #require(schema["$defs"] as? [String: Any])
-
-            #expect(Set(definitions.keys).subtracting(["uuid"]) == Set(Self.componentNames.keys),
-                    "a $def of the runtime's schema has no component name here")
-            for (definition, name) in Self.componentNames {
-                let original = try #require(definitions[definition])
-                let expected = try #require(Self.rewritingRefs(original) as? NSDictionary)
-                let served = try #require(components[name] as? NSDictionary, "no component \(name)")
-                #expect(served == expected, "component \(name) differs from the runtime's $defs/\(definition)")
+            let document = try JSONSerialization.jsonObject(with: await collector.get("/openapi.json").body)
+            let schema = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.schemaURL))
+            var refs: [String] = []
+            func collect(_ value: Any) {
+                if let object = value as? [String: Any] {
+                    if let ref = object["$ref"] as? String { refs.append(ref) }
+                    object.values.forEach(collect)
+                } else if let array = value as? [Any] {
+                    array.forEach(collect)
+                }
             }
-
-            var payload = try #require(Self.rewritingRefs(schema) as? [String: Any])
-            let served = try #require(components["DiagnosticsPayload"] as? [String: Any])
-            for key in ["$schema", "$id", "title", "$defs"] { payload[key] = nil }
-            // Documented differences: its own description, and test_run_id any non-empty string.
-            payload["description"] = served["description"]
-            var properties = try #require(payload["properties"] as? [String: Any])
-            let testRunID = try #require((served["properties"] as? [String: Any])?["test_run_id"] as? [String: Any])
-            #expect(testRunID["type"] as? String == "string" && testRunID["minLength"] as? Int == 1)
-            properties["test_run_id"] = testRunID
-            payload["properties"] = properties
-            #expect(served as NSDictionary == payload as NSDictionary, "DiagnosticsPayload differs from the runtime's schema")
+            collect(document)
+            #expect(refs.count > 40, "\(refs.count) references")
+            #expect(refs.contains { $0.hasPrefix(Self.schemaRef) })
+            for ref in refs {
+                let (file, pointer) = ref.firstIndex(of: "#").map { (String(ref[..<$0]), String(ref[ref.index(after: $0)...])) }
+                    ?? (ref, "")
+                #expect(file.isEmpty || file == Self.schemaRef, "\(ref) names another file")
+                #expect(Self.resolve(pointer, in: file.isEmpty ? document : schema) != nil, "\(ref) does not resolve")
+            }
         }
+    }
+
+    /// The value a JSON pointer ("/components/schemas/Issue"; "" for the whole) names, or nil.
+    static func resolve(_ pointer: String, in root: Any) -> Any? {
+        var value: Any? = root
+        for token in pointer.split(separator: "/", omittingEmptySubsequences: true) {
+            let key = token.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            if let object = value as? [String: Any] {
+                value = object[key]
+            } else if let array = value as? [Any], let index = Int(key), array.indices.contains(index) {
+                value = array[index]
+            } else {
+                return nil
+            }
+        }
+        return value
     }
 }

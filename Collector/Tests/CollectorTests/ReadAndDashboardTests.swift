@@ -189,7 +189,8 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
             #expect(answer.status == 200)
             let paths = try #require(answer.json["paths"] as? [String: Any])
             #expect(Set(paths.keys) == ["/api/v1/qa/diagnostics", "/api/v1/sessions", "/api/logs", "/api/issues", "/api/issues/{id}",
-                                        "/api/crash-free", "/api/top-crashes", "/api/alerts", "/api/connect-link", "/connect/qr.svg", "/health", "/openapi.json"])
+                                        "/api/crash-free", "/api/top-crashes", "/api/alerts", "/api/connect-link", "/connect/qr.svg", "/metrics",
+                                        "/schemas/diagnostics-payload.schema.json", "/health", "/openapi.json"])
         }
     }
 

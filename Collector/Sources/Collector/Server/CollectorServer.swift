@@ -114,7 +114,11 @@ public enum CollectorServer {
         }
 
         router.get("/health") { _, _ in json(APIAnswer.json(200, ["status": "ok"])) }
-        router.get("/openapi.json") { _, _ in json(APIAnswer(status: 200, body: Data(OpenAPI.document.utf8))) }
+        router.get("/openapi.json") { _, _ in json(APIAnswer(status: 200, body: Data(OpenAPI.document))) }
+        router.get(RouterPath(OpenAPI.payloadSchemaPath)) { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/schema+json"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: OpenAPI.payloadSchema)))
+        }
         // Prometheus' text format; a scraper sends the dashboard credentials (basic_auth).
         router.get("/metrics") { request, context in
             if let refusal = auth.refusal(request, context, json: true) { return refusal }
