@@ -182,11 +182,16 @@ struct Ingest: Sendable {
                 exceptionMessage: report.exception_message, symbolicated: report.symbolicated,
                 reportJSON: String(decoding: try encoder.encode(report), as: UTF8.self), issue: Grouping.issueKey(for: report))
         }
+        // The upload's copy keeps what its events show beside their report (logs, network
+        // errors, custom data and keys, the app and host); each crash report is its own row, so
+        // it is not stored (nor encoded) a second time here.
+        var rest = payload
+        rest.crash_reports = []
         return IngestRecord(
             diagnosticsID: diagnosticsID, idempotencyKey: idempotencyKey, testRunID: payload.test_run_id, receivedAt: receivedAt,
             answer: answer, app: payload.app_metadata, userID: userID,
             userKey: userKey(userID: userID, deviceIdentifier: payload.device_metadata.device_identifier),
-            payloadJSON: String(decoding: try encoder.encode(payload), as: UTF8.self), reports: reports,
+            payloadJSON: String(decoding: try encoder.encode(rest), as: UTF8.self), reports: reports,
             session: .init(sessionID: payload.test_run_id, appVersion: payload.app_metadata.app_version,
                            crashed: payload.crash_reports.contains { $0.kind == "crash" },
                            day: utcDay(sessionDate(payload, receivedAt: receivedAt))))

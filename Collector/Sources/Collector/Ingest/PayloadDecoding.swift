@@ -14,7 +14,67 @@ struct ValidationFailure: Error, Equatable {
 
 enum PayloadDecoding {
     /// Parses, validates, normalises and decodes; throws ValidationFailure.
+    ///
+    /// A well-formed payload (every upload the runtime sends) is decoded once, straight into the
+    /// model, and normalised there (`direct`). Anything else takes the way through a JSONValue
+    /// tree (`checked`), which names every problem; that tree costs several times the decode
+    /// itself (each JSONValue tries its types in turn), so it is kept for the uploads that need it.
     static func decode(_ body: [UInt8]) throws -> DiagnosticsPayload {
+        if let payload = direct(body) { return payload }
+        return try checked(body)
+    }
+
+    /// The payload decoded straight from the body, normalised as `normalise` does; nil when
+    /// `checked` could answer otherwise: a required field missing, null or of another type (the
+    /// model's decoding throws), an empty test_run_id or timestamp_collected, a whole number sent
+    /// with a fraction, a crash report without stack_trace.
+    static func direct(_ body: [UInt8]) -> DiagnosticsPayload? {
+        guard let decoded = try? JSONDecoder().decode(Normalising.self, from: Data(body)) else { return nil }
+        var payload = decoded.payload
+        guard !payload.test_run_id.isEmpty, !payload.timestamp_collected.isEmpty,
+              decoded.reports.count == payload.crash_reports.count else { return nil }
+        for (index, presence) in decoded.reports.enumerated() {
+            if !presence.hasReportID { payload.crash_reports[index].report_id = "report-\(index)" }
+            if !presence.hasSymbolicated {
+                payload.crash_reports[index].symbolicated = payload.crash_reports[index].thread_info.contains {
+                    $0.frames.contains { $0.function != nil }
+                }
+            }
+        }
+        return payload
+    }
+
+    /// The model, and per crash report whether the fields `normalise` fills were sent (present
+    /// and not null): the model's own defaults for them differ from the collector's.
+    private struct Normalising: Decodable {
+        var payload: DiagnosticsPayload
+        var reports: [ReportPresence]
+
+        enum Keys: String, CodingKey { case crash_reports }
+
+        struct ReportPresence: Decodable {
+            var hasReportID: Bool
+            var hasSymbolicated: Bool
+
+            enum Keys: String, CodingKey { case report_id, symbolicated }
+
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: Keys.self)
+                hasReportID = try c.contains(.report_id) && !c.decodeNil(forKey: .report_id)
+                hasSymbolicated = try c.contains(.symbolicated) && !c.decodeNil(forKey: .symbolicated)
+            }
+        }
+
+        init(from decoder: any Decoder) throws {
+            payload = try DiagnosticsPayload(from: decoder)
+            let c = try decoder.container(keyedBy: Keys.self)
+            reports = try c.decodeIfPresent([ReportPresence].self, forKey: .crash_reports) ?? []
+        }
+    }
+
+    /// Every required field checked with a readable message, the collector's defaults applied to
+    /// the JSON, then the model decoded from it.
+    static func checked(_ body: [UInt8]) throws -> DiagnosticsPayload {
         let root: JSONValue
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: Data(body))
