@@ -154,6 +154,14 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         #expect(try Gzip.decompress([UInt8](try Gzipped.compress(Data(exact))), limit: exact.count) == exact)
     }
 
+    @Test func idempotencyDigestsAreLowercaseHexSHA256() {
+        #expect(lowercaseHex([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
+        let key = Idempotency(token: "abc", key: "k-1", body: Array("abc".utf8))
+        #expect(key.digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(key.storedKey == "tba7816bf8f01cfea:k-1")
+        #expect(Ingest.newDiagnosticsID().wholeMatch(of: /diag_[0-9a-f]{16}/) != nil)
+    }
+
     @Test func connectLinkValidation() {
         #expect(ConnectLink.validate(appID: "com.example.app") == nil)
         #expect(ConnectLink.validate(appID: "crash-demo") == nil)
