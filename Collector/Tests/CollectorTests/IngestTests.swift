@@ -247,6 +247,35 @@ import Testing
             #expect(try await collector.store.issues(IssueQuery()).first { $0.kind == "crash" }?.eventCount == 1)
         }
     }
+
+    /// One upload holding the same crash twice and another crash: two issues (the same one
+    /// upserted once, counted twice), every report stored with its issue, one session; the
+    /// upload repeated stores nothing more. (PostgreSQL writes an upload in one statement.)
+    @Test func anUploadWithOneCrashTwiceStoresEachReportUnderItsIssue() async throws {
+        try await TestCollector.with { collector in
+            var payload = try Fixtures.samplePayload()
+            var crash = try #require(payload.crash_reports.first { $0.kind == "crash" })
+            crash.timestamp = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+            var again = crash
+            again.report_id = crash.report_id + "-again"
+            var other = crash
+            other.report_id = crash.report_id + "-other"
+            other.exception_type = "SIGBUS"
+            payload.crash_reports = [crash, again, other]
+            let body = try payload.encoded()
+            #expect(try await collector.upload(body, key: "twice").status == 201)
+            #expect(try await collector.upload(body, key: "twice").status == 201)
+
+            let issues = try await collector.store.issues(IssueQuery())
+            #expect(issues.map(\.eventCount).sorted() == [1, 2], "\(issues)")
+            let detail = try await collector.read("/api/issues/\(try #require(issues.first { $0.eventCount == 2 }).id)").json
+            #expect((detail["events"] as? [[String: Any]])?.count == 2)
+            let latest = try #require(detail["latest_event"] as? [String: Any])
+            #expect([crash.report_id, again.report_id].contains(latest["report_id"] as? String ?? ""))
+            let rates = try #require(try await collector.read("/api/crash-free?days=2").json["rows"] as? [[String: Any]])
+            #expect(rates.map { $0["sessions"] as? Int } == [1], "\(rates)")
+        }
+    }
 }
 
 @Suite struct APILogTests {

@@ -152,50 +152,112 @@ public final class PostgresStore: Store {
         try await first(client.query("SELECT answer FROM uploads WHERE idempotency_key = \(key)", logger: logger), as: String.self)
     }
 
+    /// One upload in one statement, so one round trip (not a transaction's seven): data-modifying
+    /// CTEs insert the upload (nothing on a repeated idempotency key), each of its distinct issues
+    /// (an upsert), its reports and its session, each only when the upload row went in; the
+    /// foreign keys are checked at the statement's end, when the rows are all there.
     public func ingest(_ record: IngestRecord) async throws -> IngestOutcome {
-        let logger = logger
-        return try await client.withTransaction(logger: logger) { connection -> IngestOutcome in
-            let received = record.receivedAt.millisecondsSince1970
-            let app = record.app
-            let inserted = try await first(connection.query("""
-                INSERT INTO uploads (diagnostics_id, idempotency_key, test_run_id, received_at, answer, bundle_id, app_name,
-                                     app_version, build_number, environment, user_id, user_key, payload)
-                VALUES (\(record.diagnosticsID), \(record.idempotencyKey), \(record.testRunID), \(received), \(record.answer),
-                        \(app.bundle_id), \(app.app_name), \(app.app_version), \(app.build_number), \(app.environment),
-                        \(record.userID), \(record.userKey), \(record.payloadJSON))
-                ON CONFLICT (idempotency_key) DO NOTHING
-                RETURNING id
-                """, logger: logger), as: Int64.self)
-            guard let uploadID = inserted else {
-                // The key is stored (by this or another collector, committed before our insert went on).
-                let key = record.idempotencyKey ?? ""
-                let first = try await first(connection.query("SELECT answer FROM uploads WHERE idempotency_key = \(key)",
-                                                             logger: logger), as: String.self)
-                return .duplicate(answer: first ?? record.answer)
-            }
-            for report in record.reports {
-                var issueID: Int64?
-                if let issue = report.issue {
-                    issueID = try await upsertIssue(issue, bundleID: app.bundle_id, kind: report.kind, at: received, on: connection, logger: logger)
-                }
-                try await connection.query("""
-                    INSERT INTO reports (upload_id, issue_id, report_id, kind, occurred_at, received_at, exception_type,
-                                         exception_message, symbolicated, app_version, user_key, report)
-                    VALUES (\(uploadID), \(issueID), \(report.reportID), \(report.kind), \(report.occurredAt.millisecondsSince1970),
-                            \(received), \(report.exceptionType), \(report.exceptionMessage), \(report.symbolicated),
-                            \(app.app_version), \(record.userKey), \(report.reportJSON))
-                    """, logger: logger)
-            }
-            try await connection.query("""
-                INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
-                VALUES (\(app.bundle_id), \(record.session.sessionID), \(record.session.appVersion), \(record.userKey),
-                        \(record.session.day), \(received), \(received), \(record.session.crashed))
-                ON CONFLICT (bundle_id, session_id) DO UPDATE SET
-                    last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen),
-                    crashed = sessions.crashed OR EXCLUDED.crashed
-                """, logger: logger)
-            return .stored
+        let inserted = try await first(client.query(Self.ingestQuery(record), logger: logger), as: Int64.self)
+        guard inserted != nil else {
+            // The key is stored (by this or another collector, committed before our insert went on).
+            let key = record.idempotencyKey ?? ""
+            let first = try await first(client.query("SELECT answer FROM uploads WHERE idempotency_key = \(key)", logger: logger),
+                                        as: String.self)
+            return .duplicate(answer: first ?? record.answer)
         }
+        return .stored
+    }
+
+    static func ingestQuery(_ record: IngestRecord) -> PostgresQuery {
+        var sql = SQL()
+        let received = record.receivedAt.millisecondsSince1970
+        let app = record.app
+        sql.add("""
+            WITH u AS (
+              INSERT INTO uploads (diagnostics_id, idempotency_key, test_run_id, received_at, answer, bundle_id, app_name,
+                                   app_version, build_number, environment, user_id, user_key, payload)
+              VALUES (
+            """)
+        sql.values([.text(record.diagnosticsID), .text(record.idempotencyKey), .text(record.testRunID), .int(received),
+                    .text(record.answer), .text(app.bundle_id), .text(app.app_name), .text(app.app_version),
+                    .text(app.build_number), .text(app.environment), .text(record.userID), .text(record.userKey),
+                    .text(record.payloadJSON)])
+        sql.add(") ON CONFLICT (idempotency_key) DO NOTHING RETURNING id)")
+        // One upsert per distinct signature: two in one statement may not touch one row.
+        var issueNames: [String: String] = [:]
+        for report in record.reports {
+            guard let issue = report.issue, issueNames[issue.signature] == nil else { continue }
+            let name = "i\(issueNames.count)"
+            issueNames[issue.signature] = name
+            sql.add(",\n" + """
+                \(name) AS (
+                  INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at, grouping_rule)
+                  SELECT
+                """)
+            sql.values([.text(app.bundle_id), .text(issue.signature), .text(report.kind), .text(issue.title), .text(issue.subtitle),
+                        .text(issue.exceptionType), .int(received), .int(Int64(issue.ruleVersion))])
+            sql.add("""
+                 FROM u
+                  ON CONFLICT (bundle_id, signature) DO UPDATE SET title = EXCLUDED.title, subtitle = EXCLUDED.subtitle,
+                      grouping_rule = EXCLUDED.grouping_rule
+                  RETURNING id)
+                """)
+        }
+        for (index, report) in record.reports.enumerated() {
+            let issue = report.issue.flatMap { issueNames[$0.signature] }.map { "(SELECT id FROM \($0))" } ?? "NULL::bigint"
+            sql.add(",\n" + """
+                r\(index) AS (
+                  INSERT INTO reports (upload_id, issue_id, report_id, kind, occurred_at, received_at, exception_type,
+                                       exception_message, symbolicated, app_version, user_key, report)
+                  SELECT u.id, \(issue),
+                """)
+            sql.values([.text(report.reportID), .text(report.kind), .int(report.occurredAt.millisecondsSince1970), .int(received),
+                        .text(report.exceptionType), .text(report.exceptionMessage), .bool(report.symbolicated),
+                        .text(app.app_version), .text(record.userKey), .text(report.reportJSON)])
+            sql.add(" FROM u)")
+        }
+        sql.add(",\n" + """
+            s AS (
+              INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
+              SELECT
+            """)
+        sql.values([.text(app.bundle_id), .text(record.session.sessionID), .text(record.session.appVersion), .text(record.userKey),
+                    .text(record.session.day), .int(received), .int(received), .bool(record.session.crashed)])
+        sql.add("""
+             FROM u
+              ON CONFLICT (bundle_id, session_id) DO UPDATE SET
+                  last_seen = GREATEST(sessions.last_seen, EXCLUDED.last_seen),
+                  crashed = sessions.crashed OR EXCLUDED.crashed)
+            SELECT id FROM u
+            """)
+        return sql.query
+    }
+
+    /// A statement put together piece by piece, its values bound ($1, $2…), never spliced in.
+    struct SQL {
+        enum Value {
+            case text(String?)
+            case int(Int64)
+            case bool(Bool)
+        }
+
+        private var interpolation = PostgresQuery.StringInterpolation(literalCapacity: 4096, interpolationCount: 80)
+
+        mutating func add(_ literal: String) { interpolation.appendLiteral(literal) }
+
+        /// `values` as binds, comma-separated (after a space).
+        mutating func values(_ values: [Value]) {
+            for (index, value) in values.enumerated() {
+                interpolation.appendLiteral(index > 0 ? ", " : " ")
+                switch value {
+                case .text(let text): interpolation.appendInterpolation(text)
+                case .int(let number): interpolation.appendInterpolation(number)
+                case .bool(let flag): interpolation.appendInterpolation(flag)
+                }
+            }
+        }
+
+        var query: PostgresQuery { PostgresQuery(stringInterpolation: interpolation) }
     }
 
     public func insertAPILogs(_ logs: [APILogRecord]) async throws -> Int {
