@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         // The alert webhook's POSTs (an HTTP client on the server's own event loops, not URLSession).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The dashboard's HTML: Mustache templates, escaped by default (decision 0031).
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
@@ -60,10 +62,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
-            // Compiled in: GET /openapi.json and the runtime's payload schema it $refs (a symlink
-            // to Schemas/diagnostics-payload.schema.json).
+            // Compiled in, so that the binary alone is the collector: GET /openapi.json, the runtime's
+            // payload schema it $refs (a symlink to Schemas/diagnostics-payload.schema.json), and the
+            // dashboard's templates (decision 0031).
             resources: [.embedInCode("Server/openapi.json"), .embedInCode("Server/diagnostics-payload.schema.json")]
+                + ["alert-banner", "connect-modal", "error", "event", "issue", "issues", "layout", "logs", "not-found", "pages", "unauthorized"].map { .embedInCode("Dashboard/Templates/\($0).mustache") }
         ),
         .executableTarget(
             name: "CrashCollector",

@@ -376,6 +376,6 @@ struct DashboardAuth: Sendable {
         }
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: .unauthorized, headers: headers,
-                        body: .init(byteBuffer: ByteBuffer(string: "<!doctype html><title>401</title><p>Dashboard password required.")))
+                        body: .init(byteBuffer: ByteBuffer(string: Dashboard.unauthorized())))
     }
 }
