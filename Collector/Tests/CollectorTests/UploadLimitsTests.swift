@@ -92,8 +92,9 @@ import Testing
             #expect(answer.json["error"] as? String == "validation_failed")
             #expect(answer.json["message"] as? String == "Limit exceeded: custom_data: more than 102400 bytes of JSON (seed 000's limit)")
 
-            // Past the inflation cap (8 MiB): 413 naming it, whatever the JSON holds.
-            let bigger = try Self.sample(with: "custom_data", json: #"{"zeros":["# + String(repeating: "0,", count: 5_000_000) + "0]}")
+            // Past the inflation cap (8 MiB) with no limit passed before it (9 MB of whitespace
+            // inside custom_data): 413 naming the cap.
+            let bigger = try Self.sample(with: "custom_data", json: "{" + String(repeating: " ", count: 9_000_000) + "}")
             let inflated = try await collector.upload(bigger)
             #expect(inflated.status == 413)
             #expect(inflated.json["max_inflated_bytes"] as? Int == CollectorConfiguration.defaultMaxInflatedBytes)
@@ -102,6 +103,41 @@ import Testing
             #expect(try await collector.store.issues(IssueQuery()).isEmpty)
             #expect(try await collector.get("/health").status == 200)
         }
+    }
+
+    /// A gzip'd bomb is refused at its first limit while it inflates, at the first checkpoint past
+    /// it, with the limit the whole body's scan would name, not after inflating 8 MiB.
+    @Test func aBombStopsInflatingAtItsFirstLimit() throws {
+        let bomb = [UInt8](try Gzipped.compress(try Self.sample(with: "custom_data",
+                                                                 json: "[" + String(repeating: "0,", count: 5_000_000) + "0]")))
+        var looked: [Int] = []
+        #expect(throws: ValidationFailure.self) {
+            try Gzip.decompress(bomb, limit: 8 << 20) { prefix in
+                looked.append(prefix.count)
+                try UploadLimits.diagnosticsUpload.checkPrefix(prefix)
+            }
+        }
+        // custom_data passes its 100 KB within the first 128 KiB of the body.
+        #expect(looked.count <= 2 && looked.allSatisfy { $0 < 256 * 1024 }, "\(looked)")
+        do {
+            _ = try Gzip.decompress(bomb, limit: 8 << 20, checkpoint: UploadLimits.diagnosticsUpload.checkPrefix)
+        } catch let failure as ValidationFailure {
+            #expect(failure.limit == "custom_data")
+        }
+        // A body within the limits is looked at each time its size doubles past 64 KiB, and comes out whole.
+        let logs = "[" + Array(repeating: #"{"timestamp":"2026-02-16T14:29:45.123Z","level":"info","tag":"t","message":""# + String(repeating: "m", count: 990) + "\"}", count: 500).joined(separator: ",") + "]"
+        let large = try Self.sample(with: "logs", json: logs)
+        #expect(large.count > 2 * Gzip.firstCheckpoint)
+        looked = []
+        let inflated = try Gzip.decompress([UInt8](try Gzipped.compress(large)), limit: 8 << 20) { prefix in
+            looked.append(prefix.count)
+            try UploadLimits.diagnosticsUpload.checkPrefix(prefix)
+        }
+        #expect(inflated == [UInt8](large))
+        var expected = 0, next = Gzip.firstCheckpoint
+        while next <= large.count { expected += 1; next *= 2 }
+        #expect((expected - 1...expected).contains(looked.count), "\(looked), \(large.count) bytes")
+        #expect(zip(looked, looked.dropFirst()).allSatisfy { $1 >= 2 * $0 })
     }
 
     @Test func uploadWith650kLogsIsRefusedNotStored() async throws {

@@ -20,9 +20,15 @@ enum Gzip {
 
     static let window = 64 * 1024
 
+    /// Output sizes at which `checkpoint` looks at what is inflated so far: doubling, so that the
+    /// looks at a document cost less than two looks at the whole.
+    static let firstCheckpoint = 64 * 1024
+
     /// The inflated bytes of one gzip member; throws past `limit` output bytes, for a stream cut
     /// short, and for bytes after the member's end (a second member would otherwise be lost unsaid).
-    static func decompress(_ data: [UInt8], limit: Int) throws -> [UInt8] {
+    /// `checkpoint` is shown the output so far each time it passes 64 KiB, 128 KiB, 256 KiB…; what it
+    /// throws stops the inflation (a JSON bomb is refused at its first limit, not after 8 MiB).
+    static func decompress(_ data: [UInt8], limit: Int, checkpoint: (([UInt8]) throws -> Void)? = nil) throws -> [UInt8] {
         guard !data.isEmpty else { throw Failure.invalid("empty body") }
         let decompressor: ZlibDecompressor
         do {
@@ -34,6 +40,7 @@ enum Gzip {
         var window = ByteBufferAllocator().buffer(capacity: Self.window)
         var output: [UInt8] = []
         output.reserveCapacity(min(limit, data.count * 4))
+        var nextCheckpoint = Self.firstCheckpoint
         while true {
             window.clear()
             // No error: zlib stopped with room left in the window, so either the stream ended or
@@ -52,6 +59,10 @@ enum Gzip {
             }
             guard output.count + window.readableBytes <= limit else { throw Failure.tooLarge(limit: limit) }
             output.append(contentsOf: window.readableBytesView)
+            if let checkpoint, output.count >= nextCheckpoint {
+                try checkpoint(output)
+                nextCheckpoint = output.count * 2
+            }
             guard stopped else { continue }
             if input.readableBytes > 0 { throw Failure.invalid("data after the end of the gzip stream") }
             guard ended(decompressor) else { throw Failure.invalid("truncated stream") }

@@ -130,7 +130,7 @@ struct Ingest: Sendable {
         let payload: DiagnosticsPayload
         let key: Idempotency?
         do {
-            let json = try inflated(raw, contentEncoding: contentEncoding)
+            let json = try inflated(raw, contentEncoding: contentEncoding, limits: .diagnosticsUpload)
             // Scoped to the token: another token's key is another key. A repeat (same token, same
             // key, same JSON) gets the first answer; the same key with another body is a 409.
             key = idempotencyKey.flatMap { $0.isEmpty ? nil : Idempotency(token: token, key: $0, body: json) }
@@ -216,7 +216,7 @@ struct Ingest: Sendable {
         guard case .complete(let raw) = body else { return .tooLarge }
         let events: [JSONValue]
         do {
-            let json = try inflated(raw, contentEncoding: contentEncoding)
+            let json = try inflated(raw, contentEncoding: contentEncoding, limits: .apiLogs)
             try UploadLimits.apiLogs.check(json)
             switch try JSONDecoder().decode(JSONValue.self, from: Data(json)) {
             case .array(let values): events = values
@@ -255,13 +255,14 @@ struct Ingest: Sendable {
         return .json(201, LogsAcceptedBody(accepted: stored))
     }
 
-    func inflated(_ raw: [UInt8], contentEncoding: String?) throws -> [UInt8] {
+    /// The body as JSON text: inflated when gzip'd, with `limits` looked at as it inflates.
+    func inflated(_ raw: [UInt8], contentEncoding: String?, limits: UploadLimits) throws -> [UInt8] {
         guard let encoding = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), !encoding.isEmpty,
               encoding != "identity" else { return raw }
         guard encoding == "gzip" || encoding == "x-gzip" else {
             throw ValidationFailure(message: "Unsupported Content-Encoding: \(encoding)", details: ["only gzip is accepted"])
         }
-        return try Gzip.decompress(raw, limit: configuration.maxInflatedBytes)
+        return try Gzip.decompress(raw, limit: configuration.maxInflatedBytes, checkpoint: limits.checkPrefix)
     }
 
     /// "diag_" and 16 random hex digits, as fake_collector.py answers.

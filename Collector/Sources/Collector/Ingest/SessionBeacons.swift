@@ -19,7 +19,7 @@ extension Ingest {
         guard case .complete(let raw) = body else { return .tooLarge }
         let beacons: [SessionBeacon]
         do {
-            let json = try inflated(raw, contentEncoding: contentEncoding)
+            let json = try inflated(raw, contentEncoding: contentEncoding, limits: .sessionBeacons)
             try UploadLimits.sessionBeacons.check(json)
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(json))
             beacons = try Self.beacons(value, receivedAt: now)

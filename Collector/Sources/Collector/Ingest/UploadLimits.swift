@@ -47,6 +47,17 @@ struct UploadLimits: Sendable {
     /// POST /api/v1/sessions: 1000 short entries (past that, the beacons' own message says so).
     static let sessionBeacons = UploadLimits(maxDepth: 8, maxStringBytes: 4096, maxMembers: 2000)
 
+    /// Throws the first limit passed within `prefix`, the start of a body still being inflated: the
+    /// same one `check` would throw for the whole body, as the scan goes in order. The end of the
+    /// prefix, or anything else not JSON in it, is left for `check` to judge on the whole.
+    func checkPrefix(_ prefix: [UInt8]) throws {
+        do {
+            try check(prefix)
+        } catch let failure as ValidationFailure where failure.limit != nil {
+            throw failure
+        } catch {}
+    }
+
     /// Throws ValidationFailure at the first limit passed, or when the text is not JSON.
     func check(_ body: [UInt8]) throws {
         try body.withUnsafeBufferPointer { buffer in
