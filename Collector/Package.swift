@@ -25,10 +25,11 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),   // postgres-nio's, for sslmode=require
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),     // postgres-nio's: SHA-256 of idempotency scopes
+        // The default store's SQLite: a WAL pool, cached statements, versioned migrations. It links the
+        // system's libsqlite3 (Debian libsqlite3-dev) through its GRDBSQLite system library.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
-        // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The system's zlib, to gunzip request bodies (named apart from the root package's CZlib).
         .systemLibrary(name: "CCollectorZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The system's libqrencode (Debian libqrencode-dev): the Connect App modal's QR code.
@@ -36,7 +37,7 @@ let package = Package(
         .target(
             name: "Collector",
             dependencies: [
-                "CSQLite", "CCollectorZlib", "CQREncode",
+                "CCollectorZlib", "CQREncode",
                 .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                 // Symbolication on arrival of records sent raw (stripped binaries): libdw, a symbol store, debuginfod.
                 .product(name: "CrashSymbolication", package: "swift-crash-reporting"),
@@ -51,6 +52,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .executableTarget(
@@ -69,6 +71,7 @@ let package = Package(
                            .product(name: "Hummingbird", package: "hummingbird"),   // the alert webhook's listener
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "GRDB", package: "GRDB.swift"),   // databases made as earlier collectors made them
                            .product(name: "Crypto", package: "swift-crypto")]   // the CSP's script hash, checked
         ),
     ]
