@@ -1,9 +1,11 @@
 // Versioned schemas (decision 0032): an empty database gets every migration; a database made by
 // the collector before versions (Support/UnversionedSchema.swift) keeps its rows and is recorded at
-// the latest version.
+// the latest version. The PostgreSQL tests run when COLLECTOR_TEST_POSTGRES_URL is set.
 @testable import Collector
 import Foundation
 import GRDB
+import Logging
+import PostgresNIO
 import Testing
 
 @Suite struct SQLiteMigrationTests {
@@ -134,7 +136,104 @@ import Testing
     }
 }
 
-/// The rows makeUnversioned wrote, read through the store.
+@Suite(.enabled(if: TestDatabase.postgresAdminURL != nil, "COLLECTOR_TEST_POSTGRES_URL is not set"))
+struct PostgresMigrationTests {
+    @Test func emptyDatabaseGetsEveryMigration() async throws {
+        let database = try await TestDatabase.make()
+        let store = try await database.open()
+        #expect(try await store.issues(IssueQuery()).isEmpty)
+        await store.close()
+        #expect(try await migrations(database) == ["1 tables", "2 issues grouping_rule"])
+        await database.remove()
+    }
+
+    @Test func unversionedDatabaseKeepsItsRowsAndIsRecordedMigrated() async throws {
+        for groupingRule in [true, false] {
+            let database = try await TestDatabase.make()
+            try await withClient(database) { connection, logger in
+                // As main's PostgresStore migrated: under the lock, every statement (the last adds grouping_rule).
+                try await connection.query("SELECT pg_advisory_xact_lock(7311045)", logger: logger)
+                for statement in UnversionedSchema.postgres.dropLast(groupingRule ? 0 : 1) {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let now = Date().millisecondsSince1970
+                let day = utcDay(Date())
+                try await connection.query("""
+                    INSERT INTO uploads (diagnostics_id, idempotency_key, test_run_id, received_at, answer, bundle_id, app_name,
+                                         app_version, build_number, environment, user_id, user_key, payload)
+                    VALUES ('diag_old', 'key-old', 'run-old', \(now), '{"old":true}', 'com.example.old', 'Old', '1.0', '7',
+                            'production', 'user-1', 'user-1', '{}')
+                    """, logger: logger)
+                try await connection.query("""
+                    INSERT INTO issues (bundle_id, signature, kind, title, subtitle, exception_type, created_at)
+                    VALUES ('com.example.old', 'crash|SIGSEGV|old()', 'crash', 'old() — SIGSEGV', 'SIGSEGV: bad access', 'SIGSEGV', \(now))
+                    """, logger: logger)
+                if groupingRule { try await connection.query("UPDATE issues SET grouping_rule = 2", logger: logger) }
+                try await connection.query("""
+                    INSERT INTO reports (upload_id, issue_id, report_id, kind, occurred_at, received_at, exception_type,
+                                         exception_message, symbolicated, app_version, user_key, report)
+                    SELECT u.id, i.id, 'report-old', 'crash', \(now), \(now), 'SIGSEGV', 'bad access', TRUE, '1.0', 'user-1',
+                           '{"old":"report"}'
+                    FROM uploads u, issues i
+                    """, logger: logger)
+                try await connection.query("""
+                    INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
+                    VALUES ('com.example.old', 'run-old', '1.0', 'user-1', \(day), \(now), \(now), TRUE)
+                    """, logger: logger)
+                try await connection.query("""
+                    INSERT INTO api_logs (received_at, app_id, method, url, status_code, duration, timestamp, event)
+                    VALUES (\(now), 'com.example.old', 'GET', '/old', 200, 12, \(now), '{"old":"log"}')
+                    """, logger: logger)
+            }
+            let store = try await database.open()
+            try await expectOldRows(store, groupingRule: groupingRule ? 2 : 1)
+            let record = try Ingest.record(Fixtures.samplePayload(), diagnosticsID: "diag_new", idempotencyKey: "key-new",
+                                           answer: "{\"new\":true}", receivedAt: Date())
+            #expect(try await store.ingest(record) == .stored)
+            await store.close()
+            #expect(try await migrations(database) == ["1 tables", "2 issues grouping_rule"])
+            // A second start applies nothing and finds the same rows.
+            let again = try await database.open()
+            try await expectOldRows(again, groupingRule: groupingRule ? 2 : 1)
+            await again.close()
+            #expect(try await migrations(database) == ["1 tables", "2 issues grouping_rule"])
+            await database.remove()
+        }
+    }
+
+    @Test func collectorsStartingTogetherApplyEachMigrationOnce() async throws {
+        let database = try await TestDatabase.make()
+        let stores = try await withThrowingTaskGroup(of: (any Store).self) { group in
+            for _ in 0..<4 { group.addTask { try await database.open() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for store in stores { await store.close() }
+        #expect(try await migrations(database) == ["1 tables", "2 issues grouping_rule"])
+        await database.remove()
+    }
+
+    /// schema_migrations as "version name", in order.
+    private func migrations(_ database: TestDatabase) async throws -> [String] {
+        try await withClient(database) { connection, logger in
+            var found: [String] = []
+            let rows = try await connection.query("SELECT version, name FROM schema_migrations ORDER BY version", logger: logger)
+            for try await (version, name) in rows.decode((Int32, String).self) { found.append("\(version) \(name)") }
+            return found
+        }
+    }
+
+    /// `body` in one transaction on the test's database.
+    private func withClient<T: Sendable>(_ database: TestDatabase,
+                                         _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
+        let logger = TestDatabase.logger
+        let client = PostgresClient(configuration: try PostgresStore.configuration(url: database.location), backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        return try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+    }
+}
+
+/// The rows makeUnversioned (or its PostgreSQL twin) wrote, read through the store.
 private func expectOldRows(_ store: any Store, groupingRule: Int) async throws {
     #expect(try await store.answer(forIdempotencyKey: "key-old") == "{\"old\":true}")
     let issues = try await store.issues(IssueQuery())
