@@ -34,16 +34,17 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // The dashboard's HTML: Mustache templates, escaped by default (decision 0031).
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        // The default store's SQLite: a WAL pool, cached statements, versioned migrations. It links the
+        // system's libsqlite3 (Debian libsqlite3-dev) through its GRDBSQLite system library.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
-        // The system's libsqlite3 (Debian libsqlite3-dev): no SQLite Swift package, a small wrapper instead.
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The system's libqrencode (Debian libqrencode-dev): the Connect App modal's QR code.
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .target(
             name: "Collector",
             dependencies: [
-                "CSQLite", "CQREncode",
+                "CQREncode",
                 .product(name: "CrashReportModel", package: "swift-crash-reporting"),
                 // Symbolication on arrival of records sent raw (stripped binaries): libdw, a symbol store, debuginfod.
                 .product(name: "CrashSymbolication", package: "swift-crash-reporting"),
@@ -63,6 +64,7 @@ let package = Package(
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Compiled in, so that the binary alone is the collector: GET /openapi.json, the runtime's
             // payload schema it $refs (a symlink to Schemas/diagnostics-payload.schema.json), and the
@@ -86,9 +88,10 @@ let package = Package(
                            .product(name: "Hummingbird", package: "hummingbird"),   // the alert webhook's listener
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "GRDB", package: "GRDB.swift"),   // databases made as earlier collectors made them
+                           .product(name: "Crypto", package: "swift-crypto"),   // the CSP's script hash, checked
                            .product(name: "CompressNIO", package: "compress-nio"),   // gzip'd test bodies
-                           .product(name: "NIOCore", package: "swift-nio")]   // the CSP's script hash, checked
+                           .product(name: "NIOCore", package: "swift-nio")]
         ),
     ]
 )

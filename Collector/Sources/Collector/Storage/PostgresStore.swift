@@ -1,7 +1,8 @@
 // The PostgreSQL store (--database postgres://…), for a team that outgrows one machine: several
 // collectors share one database. Same tables as SQLiteStore; what differs is concurrency. Writers
 // in other processes are real here, so idempotency rests on the unique index (INSERT … ON CONFLICT
-// DO NOTHING, then read the first answer) and the schema is created under an advisory lock.
+// DO NOTHING, then read the first answer) and the schema is migrated under an advisory lock, each
+// version once (schema_migrations; decision 0032).
 import Foundation
 import Logging
 import NIOSSL
@@ -13,7 +14,7 @@ public final class PostgresStore: Store {
     private let logger: Logger
 
     /// Connects to `url` (postgres://user:password@host:port/database?sslmode=disable|prefer|require)
-    /// and creates the tables when missing.
+    /// and applies the schema's migrations not yet applied.
     public init(url: String, logger: Logger) async throws {
         let configuration = try Self.configuration(url: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
@@ -55,96 +56,131 @@ public final class PostgresStore: Store {
         return configuration
     }
 
-    static let schema: [PostgresQuery] = [
-        """
-        CREATE TABLE IF NOT EXISTS uploads (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            diagnostics_id TEXT NOT NULL UNIQUE,
-            idempotency_key TEXT UNIQUE,
-            test_run_id TEXT NOT NULL,
-            received_at BIGINT NOT NULL,
-            answer TEXT NOT NULL,
-            bundle_id TEXT NOT NULL,
-            app_name TEXT NOT NULL,
-            app_version TEXT NOT NULL,
-            build_number TEXT NOT NULL,
-            environment TEXT NOT NULL,
-            user_id TEXT,
-            user_key TEXT NOT NULL,
-            payload TEXT NOT NULL
-        )
-        """,
-        "CREATE INDEX IF NOT EXISTS uploads_received ON uploads(received_at)",
-        """
-        CREATE TABLE IF NOT EXISTS issues (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            bundle_id TEXT NOT NULL,
-            signature TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            title TEXT NOT NULL,
-            subtitle TEXT NOT NULL,
-            exception_type TEXT NOT NULL,
-            created_at BIGINT NOT NULL,
-            UNIQUE (bundle_id, signature)
-        )
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS reports (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            upload_id BIGINT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
-            issue_id BIGINT REFERENCES issues(id) ON DELETE SET NULL,
-            report_id TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            occurred_at BIGINT NOT NULL,
-            received_at BIGINT NOT NULL,
-            exception_type TEXT NOT NULL,
-            exception_message TEXT NOT NULL,
-            symbolicated BOOLEAN NOT NULL,
-            app_version TEXT NOT NULL,
-            user_key TEXT NOT NULL,
-            report TEXT NOT NULL
-        )
-        """,
-        "CREATE INDEX IF NOT EXISTS reports_issue ON reports(issue_id, occurred_at)",
-        "CREATE INDEX IF NOT EXISTS reports_upload ON reports(upload_id)",
-        "CREATE INDEX IF NOT EXISTS reports_received ON reports(received_at, issue_id)",
-        """
-        CREATE TABLE IF NOT EXISTS sessions (
-            bundle_id TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            app_version TEXT NOT NULL,
-            user_key TEXT NOT NULL,
-            day TEXT NOT NULL,
-            first_seen BIGINT NOT NULL,
-            last_seen BIGINT NOT NULL,
-            crashed BOOLEAN NOT NULL,
-            PRIMARY KEY (bundle_id, session_id)
-        )
-        """,
-        "CREATE INDEX IF NOT EXISTS sessions_day ON sessions(day)",
-        """
-        CREATE TABLE IF NOT EXISTS api_logs (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            received_at BIGINT NOT NULL,
-            app_id TEXT,
-            method TEXT,
-            url TEXT,
-            status_code BIGINT,
-            duration BIGINT,
-            timestamp BIGINT,
-            event TEXT NOT NULL
-        )
-        """,
-        "CREATE INDEX IF NOT EXISTS api_logs_received ON api_logs(received_at)",
-        // Added with grouping rule 2: issues from before it were signed by rule 1.
-        "ALTER TABLE issues ADD COLUMN IF NOT EXISTS grouping_rule INTEGER NOT NULL DEFAULT 1",
+    /// One version of the schema: its statements, run once, in one transaction with the others
+    /// applied at the same start, and recorded in schema_migrations.
+    struct Migration: Sendable {
+        var version: Int32
+        var name: String
+        var statements: [PostgresQuery]
+    }
+
+    /// Every version of the schema, in order. A migration, once released, never changes: later
+    /// changes are new migrations.
+    static let migrations: [Migration] = [
+        // v1: the tables as the collector created them before migrations were versioned, with
+        // IF NOT EXISTS: on a database that code made, it changes nothing and is recorded applied.
+        Migration(version: 1, name: "tables", statements: [
+            """
+            CREATE TABLE IF NOT EXISTS uploads (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                diagnostics_id TEXT NOT NULL UNIQUE,
+                idempotency_key TEXT UNIQUE,
+                test_run_id TEXT NOT NULL,
+                received_at BIGINT NOT NULL,
+                answer TEXT NOT NULL,
+                bundle_id TEXT NOT NULL,
+                app_name TEXT NOT NULL,
+                app_version TEXT NOT NULL,
+                build_number TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                user_id TEXT,
+                user_key TEXT NOT NULL,
+                payload TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS uploads_received ON uploads(received_at)",
+            """
+            CREATE TABLE IF NOT EXISTS issues (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                bundle_id TEXT NOT NULL,
+                signature TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                title TEXT NOT NULL,
+                subtitle TEXT NOT NULL,
+                exception_type TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                UNIQUE (bundle_id, signature)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS reports (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                upload_id BIGINT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
+                issue_id BIGINT REFERENCES issues(id) ON DELETE SET NULL,
+                report_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                occurred_at BIGINT NOT NULL,
+                received_at BIGINT NOT NULL,
+                exception_type TEXT NOT NULL,
+                exception_message TEXT NOT NULL,
+                symbolicated BOOLEAN NOT NULL,
+                app_version TEXT NOT NULL,
+                user_key TEXT NOT NULL,
+                report TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS reports_issue ON reports(issue_id, occurred_at)",
+            "CREATE INDEX IF NOT EXISTS reports_upload ON reports(upload_id)",
+            "CREATE INDEX IF NOT EXISTS reports_received ON reports(received_at, issue_id)",
+            """
+            CREATE TABLE IF NOT EXISTS sessions (
+                bundle_id TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                app_version TEXT NOT NULL,
+                user_key TEXT NOT NULL,
+                day TEXT NOT NULL,
+                first_seen BIGINT NOT NULL,
+                last_seen BIGINT NOT NULL,
+                crashed BOOLEAN NOT NULL,
+                PRIMARY KEY (bundle_id, session_id)
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS sessions_day ON sessions(day)",
+            """
+            CREATE TABLE IF NOT EXISTS api_logs (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                received_at BIGINT NOT NULL,
+                app_id TEXT,
+                method TEXT,
+                url TEXT,
+                status_code BIGINT,
+                duration BIGINT,
+                timestamp BIGINT,
+                event TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS api_logs_received ON api_logs(received_at)",
+        ]),
+        // v2: grouping rule 2 numbered the rules; issues from before it were signed by rule 1. A
+        // database made before versioning may have the column already (the unversioned code added it).
+        Migration(version: 2, name: "issues grouping_rule", statements: [
+            "ALTER TABLE issues ADD COLUMN IF NOT EXISTS grouping_rule INTEGER NOT NULL DEFAULT 1",
+        ]),
     ]
 
     private func migrate() async throws {
+        let logger = logger
         try await client.withTransaction(logger: logger) { connection in
-            // Collectors starting together: one creates the tables, the others wait and find them.
+            // Collectors starting together: one migrates, the others wait and find it done.
             try await connection.query("SELECT pg_advisory_xact_lock(7311045)", logger: logger)
-            for statement in Self.schema { try await connection.query(statement, logger: logger) }
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+            var applied = Set<Int32>()
+            for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger)
+                .decode(Int32.self) {
+                applied.insert(version)
+            }
+            for migration in Self.migrations where !applied.contains(migration.version) {
+                for statement in migration.statements { try await connection.query(statement, logger: logger) }
+                try await connection.query("""
+                    INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))
+                    """, logger: logger)
+            }
         }
     }
 
