@@ -88,10 +88,12 @@ extension Data {
     }
 }
 
-/// Lower-case hex of bytes (String(format:) goes through CVarArg boxing: 1 % of a crashtool run).
-func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+/// Lower-case hex of bytes (String(format:) goes through CVarArg boxing: 1 % of a crashtool run,
+/// 7 % of an upload's CPU in the collector's idempotency digests).
+public func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
     let digits = Array("0123456789abcdef".utf8)
     var out: [UInt8] = []
+    out.reserveCapacity(bytes.underestimatedCount * 2)
     for byte in bytes {
         out.append(digits[Int(byte >> 4)])
         out.append(digits[Int(byte & 15)])

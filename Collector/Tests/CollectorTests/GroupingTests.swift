@@ -155,7 +155,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
     }
 
     @Test func idempotencyDigestsAreLowercaseHexSHA256() {
-        #expect(lowercaseHex([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
+        #expect(hexString([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
         let key = Idempotency(token: "abc", key: "k-1", body: Array("abc".utf8))
         #expect(key.digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(key.storedKey == "tba7816bf8f01cfea:k-1")
