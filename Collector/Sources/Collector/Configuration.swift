@@ -38,6 +38,15 @@ public struct CollectorConfiguration: Sendable {
     /// How long an address is refused after its fifth wrong dashboard password in a row, doubling
     /// with each further one (at most 15 minutes).
     public var loginBackoff: Duration = .seconds(1)
+    /// Uploads refused for their content (400, 403, 413) one token may send from one address in a
+    /// minute before that pair gets 429 without its body being read: for 1 s, doubling while the
+    /// refusals go on (at most 60 s). nil: never.
+    public var freeUploadRefusals: Int? = CollectorConfiguration.defaultFreeUploadRefusals
+    public static let defaultFreeUploadRefusals = 10
+    public var uploadRefusalBackoff: Duration = .seconds(1)
+    /// How long a 429 for a blocked sender (refused uploads, wrong dashboard passwords) is held back
+    /// before it is sent, at most: a sender that never waits comes back that much later.
+    public var throttledAnswerHold: Duration = .seconds(1)
     /// What the Connect App modal offers as the server's address when the collector listens on
     /// every interface; nil to detect the first LAN address.
     public var advertisedHost: String?

@@ -51,6 +51,12 @@ struct CrashCollectorCommand: AsyncParsableCommand {
     @Option(help: "Uploads one token may have in flight; past it 429 with Retry-After (default 16).")
     var uploadsPerToken: Int?
 
+    @Option(help: "Uploads refused for their content (400, 403, 413) one token may send from one address in a minute; past them that token from that address gets 429 before its body is read, for 1 s doubling to 60 s while refusals go on (default 10; 0: no such block).")
+    var freeUploadRefusals: Int?
+
+    @Option(help: "Hold a 429 for a blocked sender (refused uploads, wrong dashboard passwords) back this many seconds before it is sent, at most 256 at once, so that a sender that never waits comes back that much later (default 1; 0: answer at once).")
+    var throttledAnswerHold: Int?
+
     @Option(help: "Close a connection that sends nothing for this many seconds: idle, or stalled in a request's head or body (default 30; 0: never).")
     var idleTimeout: Int?
 
@@ -119,6 +125,13 @@ struct CrashCollectorCommand: AsyncParsableCommand {
         let perToken = try uploadsPerToken ?? environment["COLLECTOR_UPLOADS_PER_TOKEN"].map(parseInt("COLLECTOR_UPLOADS_PER_TOKEN"))
             ?? CollectorConfiguration.defaultUploadsInFlightPerToken
         guard inFlight >= 1, perToken >= 1 else { throw ValidationError("uploads in flight, overall and per token, are 1 or more") }
+        let refusals = try freeUploadRefusals
+            ?? environment["COLLECTOR_FREE_UPLOAD_REFUSALS"].map(parseInt("COLLECTOR_FREE_UPLOAD_REFUSALS"))
+            ?? CollectorConfiguration.defaultFreeUploadRefusals
+        guard refusals >= 0 else { throw ValidationError("the free upload refusals are 0 (no block) or more") }
+        let hold = try throttledAnswerHold
+            ?? environment["COLLECTOR_THROTTLED_ANSWER_HOLD"].map(parseInt("COLLECTOR_THROTTLED_ANSWER_HOLD")) ?? 1
+        guard (0...60).contains(hold) else { throw ValidationError("the throttled answers' hold is 0 to 60 seconds") }
         let idle = try idleTimeout ?? environment["COLLECTOR_IDLE_TIMEOUT"].map(parseInt("COLLECTOR_IDLE_TIMEOUT"))
             ?? Int(CollectorConfiguration.defaultIdleTimeout.components.seconds)
         let connections = try maxConnections ?? environment["COLLECTOR_MAX_CONNECTIONS"].map(parseInt("COLLECTOR_MAX_CONNECTIONS"))
@@ -166,6 +179,8 @@ struct CrashCollectorCommand: AsyncParsableCommand {
             symbolication: symbolication)
         configuration.idleTimeout = idle > 0 ? .seconds(idle) : nil
         configuration.maxConnections = connections
+        configuration.freeUploadRefusals = refusals > 0 ? refusals : nil
+        configuration.throttledAnswerHold = .seconds(hold)
         let shownPassword = generated ? password! : "as configured"
         let shownDatabase = Self.withoutPassword(database)
         let app = CollectorServer.application(

@@ -10,7 +10,7 @@ import Testing
 @Suite struct DashboardAccessTests {
     @Test func backoffStartsAfterFiveFailuresAndDoubles() {
         let now = Mutex(Duration.zero)
-        let throttle = LoginThrottle(base: .seconds(1), maximum: .seconds(8)) { now.withLock { $0 } }
+        let throttle = FailureThrottle(freeFailures: 5, base: .seconds(1), maximum: .seconds(8)) { now.withLock { $0 } }
         for _ in 0..<4 { #expect(throttle.failed("10.0.0.1") == nil) }
         #expect(throttle.check("10.0.0.1") == .allowed)
         #expect(throttle.failed("10.0.0.1") == .seconds(1))
@@ -31,6 +31,22 @@ import Testing
         for _ in 0..<4 { #expect(throttle.failed("10.0.0.1") == nil) }   // a success starts the count again
     }
 
+    @Test func aQuietSpellForgetsFailuresWhenTheThrottleSaysSo() {
+        let now = Mutex(Duration.zero)
+        let throttle = FailureThrottle(freeFailures: 3, base: .seconds(1), maximum: .seconds(60),
+                                       forgetAfter: .seconds(60)) { now.withLock { $0 } }
+        #expect(throttle.failed("k") == nil)
+        #expect(throttle.failed("k") == nil)
+        now.withLock { $0 += .seconds(59) }
+        #expect(throttle.failed("k") == .seconds(1))   // within the spell: the third counts
+        now.withLock { $0 += .seconds(60) }
+        #expect(throttle.check("k") == .allowed)
+        #expect(throttle.failed("k") == nil)            // a minute after the last: counted from one again
+        #expect(throttle.failed("k") == nil)
+        #expect(throttle.failed("k") == .seconds(1))
+        #expect(throttle.failed("k") == .seconds(2))    // and doubles from there
+    }
+
     @Test func wrongPasswordsFromOneAddressAre429() async throws {
         // A long first block, so that the test does not depend on how fast it runs.
         try await TestCollector.with(configure: { $0.loginBackoff = .seconds(600) }) { collector in
@@ -40,7 +56,10 @@ import Testing
             }
             for path in ["/api/issues", "/"] {
                 // Blocked, even with the right password: a guess that succeeds tells nothing now.
+                // The answer is held back a second first (throttledAnswerHold; a sleep's least).
+                let asked = ContinuousClock.now
                 let blocked = try await collector.read(path)
+                #expect(ContinuousClock.now - asked >= .seconds(1))
                 #expect(blocked.status == 429)
                 #expect(blocked.header("Retry-After").flatMap(Int.init).map { (500...600).contains($0) } == true)
                 #expect(blocked.json["error"] as? String == "too_many_attempts")

@@ -38,16 +38,23 @@ public enum CollectorServer {
         onListening: @escaping @Sendable (ListeningAddress) async -> Void = { _ in }
     ) -> App {
         let address = ListeningAddress(host: host, port: port)
-        let router = makeRouter(store: store, configuration: configuration, address: address, logger: logger)
+        let refusals = configuration.freeUploadRefusals.map {
+            RefusedUploads(freeRefusals: $0, backoff: configuration.uploadRefusalBackoff)
+        }
+        let router = makeRouter(store: store, configuration: configuration, address: address, refusals: refusals,
+                                held: HeldAnswers(hold: configuration.throttledAnswerHold), logger: logger)
         let ingest = Ingest(store: store, configuration: configuration, logger: logger)
         let uploadPaths: Set<String> = ["/api/v1/qa/diagnostics", "/api/v1/sessions", "/api/logs"]
-        /// An upload's head: an accepted token (none for anonymous logs when allowed) and no
-        /// Content-Length over the limit; other requests always.
-        let uploadMayReadBody: @Sendable (HTTPRequest) -> Bool = { head in
+        /// An upload's head: an accepted token (none for anonymous logs when allowed), no
+        /// Content-Length over the limit, a sender not blocked for refused uploads; other requests always.
+        let uploadMayReadBody: @Sendable (HTTPRequest, String) -> Bool = { head, address in
             guard head.method == .post, let path = head.path?.split(separator: "?", maxSplits: 1).first.map(String.init),
                   uploadPaths.contains(path) else { return true }
             if let length = head.headerFields[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes { return false }
             let authorization = head.headerFields[.authorization]
+            if let refusals, refusals.blocked(RefusedUploads.key(authorization: authorization, address: address)) != nil {
+                return false
+            }
             return path == "/api/logs" ? ingest.mayPostLogs(authorization: authorization) : ingest.isAuthorized(authorization)
         }
         /// Connections waiting for a request head: at the cap, the oldest is closed for a new one.
@@ -82,7 +89,7 @@ public enum CollectorServer {
     }
 
     static func makeRouter(store: any Store, configuration: CollectorConfiguration, address: ListeningAddress,
-                           logger: Logger) -> Router<CollectorRequestContext> {
+                           refusals: RefusedUploads?, held: HeldAnswers, logger: Logger) -> Router<CollectorRequestContext> {
         let router = Router(context: CollectorRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware())
         let ingest = Ingest(store: store, configuration: configuration, logger: logger)
@@ -90,17 +97,29 @@ public enum CollectorServer {
         let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost,
                                   rule: configuration.alertRule)
         let auth = DashboardAuth(password: configuration.dashboardPassword,
-                                 throttle: LoginThrottle(base: configuration.loginBackoff), logger: logger)
+                                 throttle: .logins(base: configuration.loginBackoff), held: held, logger: logger)
         let limiter = RateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
         let gate = configuration.uploadGate
             ?? UploadGate(overall: configuration.uploadsInFlight, perToken: configuration.uploadsInFlightPerToken)
         let work = UploadExecutor.shared
         let metrics = configuration.metrics
         configuration.symbolication?.report(to: metrics)
-        /// An upload's handler: its answer (a failure is a 500) counted and timed for /metrics.
-        @Sendable func upload(_ endpoint: CollectorMetrics.Endpoint, _ body: () async throws -> APIAnswer) async -> Response {
+        /// An upload's handler: its answer (a failure is a 500) counted and timed for /metrics, and
+        /// counted against its sender when it refuses the body (see RefusedUploads).
+        @Sendable func upload(_ endpoint: CollectorMetrics.Endpoint, _ request: Request, _ context: CollectorRequestContext,
+                              _ body: () async throws -> APIAnswer) async -> Response {
             let start = ContinuousClock.now
-            let answer = await answer(logger, body)
+            let sender = RefusedUploads.key(authorization: request.headers[.authorization], address: context.clientAddress)
+            let answer: APIAnswer
+            if let refusals, let seconds = refusals.blocked(sender) {
+                await held.holdBack(seconds: seconds)
+                answer = .refusedTooOften(retryAfter: seconds)
+            } else {
+                answer = await CollectorServer.answer(logger, body)
+                if let refusals, let block = refusals.answered(sender, status: answer.status) {
+                    logger.warning("uploads: \(endpoint) from \(context.clientAddress) refused too often; that token from that address waits \(FailureThrottle.seconds(block)) s")
+                }
+            }
             metrics.uploadAnswered(endpoint, status: answer.status, limit: answer.limit, duration: .now - start)
             return json(answer)
         }
@@ -121,7 +140,7 @@ public enum CollectorServer {
         }
         // Prometheus' text format; a scraper sends the dashboard credentials (basic_auth).
         router.get("/metrics") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             let text = metrics.exposition(uploadsInFlight: gate.inFlight,
                                           symbolicationQueue: configuration.symbolication?.unfinishedUploads)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
@@ -129,7 +148,7 @@ public enum CollectorServer {
         }
 
         router.post("/api/v1/qa/diagnostics") { request, context in
-            await upload(.diagnostics) {
+            await upload(.diagnostics, request, context) {
                 // The token is checked before the body is read: an unauthorised sender gets its
                 // 401 without the server buffering 5 MB first.
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
@@ -150,7 +169,7 @@ public enum CollectorServer {
         }
 
         router.post("/api/logs") { request, context in
-            await upload(.logs) {
+            await upload(.logs, request, context) {
                 guard ingest.mayPostLogs(authorization: request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
                 return try await gate.admitting(request.headers[.authorization] ?? "") {
@@ -164,7 +183,7 @@ public enum CollectorServer {
         }
 
         router.post("/api/v1/sessions") { request, context in
-            await upload(.sessions) {
+            await upload(.sessions, request, context) {
                 guard ingest.isAuthorized(request.headers[.authorization]) else { return .unauthorized }
                 if let answer = limited(request) { return answer }
                 return try await gate.admitting(request.headers[.authorization] ?? "") {
@@ -179,7 +198,7 @@ public enum CollectorServer {
 
         // Read API: JSON for scripts and the dashboard's own use.
         router.get("/api/issues") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let parameters = request.uri.queryParameters
                 let query = IssueQuery(bundleID: parameters.get("bundle_id"), kind: parameters.get("kind"),
@@ -189,7 +208,7 @@ public enum CollectorServer {
             }
         }
         router.get("/api/issues/{id}") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else {
                     return .error(404, "not_found", "No such issue")
@@ -202,7 +221,7 @@ public enum CollectorServer {
             }
         }
         router.get("/api/logs") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let limit = min(1000, max(1, request.uri.queryParameters.get("limit", as: Int.self) ?? 100))
                 return try await read.logs(limit: limit, appID: request.uri.queryParameters.get("app_id"),
@@ -210,13 +229,13 @@ public enum CollectorServer {
             }
         }
         router.get("/api/crash-free") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)))
             }
         }
         router.get("/api/top-crashes") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
                 let query = request.uri.queryParameters
                 let limit = min(100, max(1, query.get("limit", as: Int.self) ?? 10))
@@ -224,18 +243,18 @@ public enum CollectorServer {
             }
         }
         router.get("/api/alerts") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) { .json(200, try await read.alerts()) }
         }
         router.get("/api/connect-link") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             let appID = request.uri.queryParameters.get("app_id") ?? ""
             return json(dashboard.connectLink(appID: appID))
         }
 
         // The Connect App modal's QR code (seed 002): SVG drawn with libqrencode.
         router.get("/connect/qr.svg") { request, context in
-            if let refusal = auth.refusal(request, context, json: true) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             let query = request.uri.queryParameters
             switch dashboard.connectQR(appID: query.get("app_id"), host: query.get("host"), port: query.get("port")) {
             case .svg(let svg):
@@ -249,11 +268,11 @@ public enum CollectorServer {
 
         // Dashboard pages.
         router.get("/") { request, context in
-            if let refusal = auth.refusal(request, context, json: false) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) { try await dashboard.issuesPage() }
         }
         router.get("/issues/{id}") { request, context in
-            if let refusal = auth.refusal(request, context, json: false) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) {
                 guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
                 let parameters = request.uri.queryParameters
@@ -262,7 +281,7 @@ public enum CollectorServer {
             }
         }
         router.get("/logs") { request, context in
-            if let refusal = auth.refusal(request, context, json: false) { return refusal }
+            if let refusal = await auth.refusal(request, context, json: false) { return refusal }
             return await page(logger) {
                 try await dashboard.logsPage(limit: 200, before: request.uri.queryParameters.get("before").flatMap { Int64($0) })
             }
@@ -337,14 +356,17 @@ extension APIAnswer {
 /// scripts send `curl -u :PASSWORD`.
 struct DashboardAuth: Sendable {
     let password: String
-    let throttle: LoginThrottle
+    let throttle: FailureThrottle
+    let held: HeldAnswers
     let logger: Logger
 
     /// nil when the request may go on; else the 401 challenge, or a 429 for an address that failed
-    /// too often (checked before the password, so a blocked address learns nothing from a guess).
-    func refusal(_ request: Request, _ context: CollectorRequestContext, json: Bool) -> Response? {
+    /// too often (checked before the password, so a blocked address learns nothing from a guess;
+    /// held back a moment, so a guesser that never waits does not come straight back).
+    func refusal(_ request: Request, _ context: CollectorRequestContext, json: Bool) async -> Response? {
         let address = context.clientAddress
         if case .blocked(let seconds) = throttle.check(address) {
+            await held.holdBack(seconds: seconds)
             return CollectorServer.json(.loginThrottled(retryAfter: seconds))
         }
         if allows(request) {
@@ -353,7 +375,7 @@ struct DashboardAuth: Sendable {
         }
         // A request without credentials is a browser's first visit, not a guess.
         if request.headers[.authorization] != nil, let block = throttle.failed(address) {
-            logger.warning("dashboard: wrong password from \(address); blocked for \(LoginThrottle.seconds(block)) s")
+            logger.warning("dashboard: wrong password from \(address); blocked for \(FailureThrottle.seconds(block)) s")
         } else if request.headers[.authorization] != nil {
             logger.notice("dashboard: wrong password from \(address)")
         }

@@ -56,27 +56,40 @@ extension HTTPField.Name {
     static let referrerPolicy = Self("Referrer-Policy")!
 }
 
-/// Failed dashboard logins per client address, with exponential backoff.
-final class LoginThrottle: Sendable {
+/// Failures per key (a client address for dashboard logins; a token and address for refused
+/// uploads), with exponential backoff: after `freeFailures` of them the key is blocked for `base`,
+/// doubling with each further failure up to `maximum`. A success clears the key; with `forgetAfter`,
+/// so does a quiet spell that long since its last failure.
+final class FailureThrottle: Sendable {
     enum Decision: Equatable {
         case allowed
         case blocked(retryAfter: Int)
     }
 
-    static let freeFailures = 5
+    let freeFailures: Int
     let base: Duration
     let maximum: Duration
+    let forgetAfter: Duration?
     private let clock: @Sendable () -> Duration
     private let state = Mutex<[String: Entry]>([:])
 
     private struct Entry {
         var failures: Int
         var blockedUntil: Duration
+        var lastFailure: Duration
     }
 
-    init(base: Duration = .seconds(1), maximum: Duration = .seconds(900), clock: (@Sendable () -> Duration)? = nil) {
+    /// Dashboard logins: five wrong passwords free, then 1 s doubling to 15 minutes.
+    static func logins(base: Duration = .seconds(1)) -> FailureThrottle {
+        FailureThrottle(freeFailures: 5, base: base, maximum: .seconds(900))
+    }
+
+    init(freeFailures: Int = 5, base: Duration = .seconds(1), maximum: Duration = .seconds(900),
+         forgetAfter: Duration? = nil, clock: (@Sendable () -> Duration)? = nil) {
+        self.freeFailures = max(1, freeFailures)
         self.base = base
         self.maximum = maximum
+        self.forgetAfter = forgetAfter
         if let clock {
             self.clock = clock
         } else {
@@ -85,35 +98,37 @@ final class LoginThrottle: Sendable {
         }
     }
 
-    /// Whether `address` may try a password now.
-    func check(_ address: String) -> Decision {
+    /// Whether `key` may go on now.
+    func check(_ key: String) -> Decision {
         let now = clock()
         return state.withLock { entries in
-            guard let entry = entries[address], entry.blockedUntil > now else { return .allowed }
+            guard let entry = entries[key], entry.blockedUntil > now else { return .allowed }
             return .blocked(retryAfter: Self.seconds(entry.blockedUntil - now))
         }
     }
 
-    /// Counts a wrong password; the block it starts (nil while the free failures last).
+    /// Counts a failure; the block it starts (nil while the free failures last).
     @discardableResult
-    func failed(_ address: String) -> Duration? {
+    func failed(_ key: String) -> Duration? {
         let now = clock()
         return state.withLock { entries in
-            // A table of addresses an attacker fills: old, unblocked entries go first.
+            // A table of keys an attacker fills: old, unblocked entries go first.
             if entries.count > 10_000 { entries = entries.filter { $0.value.blockedUntil > now } }
-            var entry = entries[address] ?? Entry(failures: 0, blockedUntil: .zero)
+            var entry = entries[key] ?? Entry(failures: 0, blockedUntil: .zero, lastFailure: now)
+            if let forgetAfter, now - entry.lastFailure >= forgetAfter, entry.blockedUntil <= now { entry.failures = 0 }
             entry.failures += 1
-            defer { entries[address] = entry }
-            guard entry.failures >= Self.freeFailures else { return nil }
-            let doublings = min(entry.failures - Self.freeFailures, 30)
+            entry.lastFailure = now
+            defer { entries[key] = entry }
+            guard entry.failures >= freeFailures else { return nil }
+            let doublings = min(entry.failures - freeFailures, 30)
             let block = min(maximum, base * (1 << doublings))
             entry.blockedUntil = now + block
             return block
         }
     }
 
-    func succeeded(_ address: String) {
-        _ = state.withLock { $0.removeValue(forKey: address) }
+    func succeeded(_ key: String) {
+        _ = state.withLock { $0.removeValue(forKey: key) }
     }
 
     static func seconds(_ duration: Duration) -> Int {
