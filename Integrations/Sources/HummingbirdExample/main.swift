@@ -10,6 +10,8 @@
 //   GET /inflight         how many requests are in flight (itself included)
 //   GET /block-event-loop?ms=N  blocks an event loop's thread N ms in Blocking.blockEventLoop(ms:) (a hang)
 // EXAMPLE_HANGS_MS=N turns hang detection on with that threshold, watching the event loops.
+// tools/bench-start: EXAMPLE_PRINT_START=1 prints "start-ns N" (CrashReporter.start's duration) to
+// standard error; EXAMPLE_WITHOUT_REPORTER=1 starts no crash reporting at all (its baseline).
 import CrashReporting
 import CrashReportingHummingbird
 import CrashReportingServerCore
@@ -56,8 +58,16 @@ var configuration = CrashReporter.Configuration(appID: "com.example.hummingbird-
 if let threshold = ProcessInfo.processInfo.environment["EXAMPLE_HANGS_MS"].flatMap(Int.init) {
     configuration.hangs = .init(threshold: .milliseconds(threshold), watchesCooperativePool: true)
 }
-try CrashReporter.start(configuration)
-CrashReporter.watchEventLoops(MultiThreadedEventLoopGroup.singleton)   // Hummingbird's default group; nothing when hangs are off
+let withoutReporter = ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_REPORTER"] != nil
+if !withoutReporter {
+    let started = ContinuousClock.now
+    try CrashReporter.start(configuration)
+    let took = (ContinuousClock.now - started).components
+    if ProcessInfo.processInfo.environment["EXAMPLE_PRINT_START"] != nil {
+        FileHandle.standardError.write(Data("start-ns \(took.seconds * 1_000_000_000 + took.attoseconds / 1_000_000_000)\n".utf8))
+    }
+    CrashReporter.watchEventLoops(MultiThreadedEventLoopGroup.singleton)   // Hummingbird's default group; nothing when hangs are off
+}
 
 let router = Router()
 // Before the routes. (tools/bench-middleware: without it when EXAMPLE_WITHOUT_MIDDLEWARE is set,
@@ -65,7 +75,7 @@ let router = Router()
 // set, the cost of any middleware.)
 if ProcessInfo.processInfo.environment["EXAMPLE_EMPTY_MIDDLEWARE"] != nil {
     router.middlewares.add(PassThroughMiddleware())
-} else if ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil {
+} else if ProcessInfo.processInfo.environment["EXAMPLE_WITHOUT_MIDDLEWARE"] == nil && !withoutReporter {
     router.middlewares.add(CrashReportingMiddleware())
 }
 router.get("/hello") { _, _ in "hello" }
@@ -97,7 +107,8 @@ let app = Application(
     logger: logger
 )
 // Crash reporting first: the group stops services in reverse order, so it flushes last.
-let group = ServiceGroup(services: [CrashReportingService(), app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+let services: [any Service] = withoutReporter ? [app] : [CrashReportingService(), app]
+let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
 try await group.run()
 
 /// tools/bench-middleware's yardstick: a middleware that does nothing but call the next.

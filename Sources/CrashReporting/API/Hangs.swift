@@ -107,7 +107,12 @@ final class HangMonitor: Sendable {
     init(detection: CrashReporter.HangDetection, context: CrashReporter.ReportingContext, uploader: Uploader) {
         let components = max(detection.threshold, .milliseconds(100)).components
         threshold = UInt64(components.seconds) * 1_000_000_000 + UInt64(components.attoseconds / 1_000_000_000)
-        interval = max(detection.threshold / 4, .milliseconds(25))
+        // A quarter of the threshold, in integers: `Duration / Int` is generic, and its first use
+        // in a process costs `start` a run-time conformance lookup.
+        let asked = detection.threshold.components
+        let quarter = (asked.seconds * 1_000_000_000 + asked.attoseconds / 1_000_000_000) / 4
+        interval = max(Duration(secondsComponent: quarter / 1_000_000_000, attosecondsComponent: quarter % 1_000_000_000 * 1_000_000_000),
+                       .milliseconds(25))
         self.context = context
         self.uploader = uploader
         watchesPool = detection.watchesCooperativePool
