@@ -47,12 +47,12 @@ public enum CollectorServer {
         let uploadPaths: Set<String> = ["/api/v1/qa/diagnostics", "/api/v1/sessions", "/api/logs"]
         /// An upload's head: an accepted token (none for anonymous logs when allowed), no
         /// Content-Length over the limit, a sender not blocked for refused uploads; other requests always.
-        let uploadMayReadBody: @Sendable (HTTPRequest, String) -> Bool = { head, address in
+        let uploadMayReadBody: @Sendable (HTTPRequest, () -> String) -> Bool = { head, address in
             guard head.method == .post, let path = head.path?.split(separator: "?", maxSplits: 1).first.map(String.init),
                   uploadPaths.contains(path) else { return true }
             if let length = head.headerFields[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes { return false }
             let authorization = head.headerFields[.authorization]
-            if let refusals, refusals.blocked(RefusedUploads.key(authorization: authorization, address: address)) != nil {
+            if let refusals, refusals.blocked(RefusedUploads.key(authorization: authorization, address: address())) != nil {
                 return false
             }
             return path == "/api/logs" ? ingest.mayPostLogs(authorization: authorization) : ingest.isAuthorized(authorization)

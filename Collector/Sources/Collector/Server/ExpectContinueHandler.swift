@@ -14,18 +14,19 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    /// Whether a request's head, from the client address given ("127.0.0.1"), lets its body be read:
-    /// false for an upload that will be refused.
-    let mayReadBody: @Sendable (HTTPRequest, String) -> Bool
+    /// Whether a request's head, from the client address the second closure gives ("127.0.0.1";
+    /// asked only for uploads), lets its body be read: false for an upload that will be refused.
+    let mayReadBody: @Sendable (HTTPRequest, () -> String) -> Bool
 
-    init(mayReadBody: @escaping @Sendable (HTTPRequest, String) -> Bool = { _, _ in true }) {
+    init(mayReadBody: @escaping @Sendable (HTTPRequest, () -> String) -> Bool = { _, _ in true }) {
         self.mayReadBody = mayReadBody
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var part = unwrapInboundIn(data)
         if case .head(var head) = part {
-            let allowed = mayReadBody(head, context.channel.remoteAddress?.ipAddress ?? "unknown")
+            let channel = context.channel
+            let allowed = mayReadBody(head) { channel.remoteAddress?.ipAddress ?? "unknown" }
             if let expect = head.headerFields[.expect] {
                 // A client that waits for "100 Continue" has sent no body yet: after the final
                 // answer the connection closes (Hummingbird closes after answering a request that
