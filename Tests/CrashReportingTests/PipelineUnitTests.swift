@@ -1,6 +1,6 @@
 // Units of the upload pipeline, in process: seed 000's limits, gzip, the response → outcome
 // mapping, seed 002's connect URL, and what a payload says about each kind of record.
-@testable import CrashReporting
+@_spi(Benchmarks) @testable import CrashReporting
 import CrashReportModel
 import Foundation
 import Glibc

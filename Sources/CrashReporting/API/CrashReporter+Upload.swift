@@ -121,6 +121,10 @@ extension CrashReporter {
         public var unreachable: String?
         /// Passes completed.
         public var passes = 0
+        /// What the last look before sending (`LeakScanner`) found that redaction had left, and
+        /// masked, by kind ("card", "jwt", …), since the process started. Non-empty means a
+        /// rule is missing: the redaction rules are worth a look.
+        public var leaksMasked: [String: Int] = [:]
     }
 
     /// Applies a connect URL (seed 002): `dev-see-<appID>://connect?server_ip=…&server_port=…`.
@@ -193,7 +197,11 @@ extension CrashReporter {
     }
 
     /// What delivery has done in this process.
-    public static var uploadStatus: UploadStatus { uploader()?.status ?? UploadStatus() }
+    public static var uploadStatus: UploadStatus {
+        var status = uploader()?.status ?? UploadStatus()
+        status.leaksMasked = OutgoingCheck.masked.withLock { $0 }
+        return status
+    }
 
     static func writeSnapshot(trigger: String) throws {
         guard let context = reportingContext() else { throw ReportingError.notStarted }

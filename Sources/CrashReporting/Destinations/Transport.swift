@@ -244,8 +244,12 @@ enum HTTPExchange {
     static func send(_ request: URLRequest, timeout: Duration) -> Answer {
         let (session, delegate) = session(timeout: timeout)
         var request = request
-        let body = request.httpBody ?? Data()
+        var body = request.httpBody ?? Data()
         request.httpBody = nil
+        // The last look at what leaves the process (Privacy/OutgoingCheck.swift).
+        if let cleaned = OutgoingCheck.cleaned(body, gzipped: request.value(forHTTPHeaderField: "Content-Encoding") == "gzip") {
+            body = cleaned.body
+        }
         let task = session.uploadTask(with: request, from: body)
         let exchange = Exchange()
         exchange.bodySent = Attempt.bodySent

@@ -70,14 +70,14 @@ enum PayloadLimits {
     }
 }
 
-/// gzip (RFC 1952) through the system's zlib.
-enum Gzip {
+/// gzip (RFC 1952) through the system's zlib. (SPI for the benchmarks, which time it as a baseline.)
+@_spi(Benchmarks) public enum Gzip {
     struct Failure: Error, CustomStringConvertible {
         var code: Int32
         var description: String { "zlib error \(code)" }
     }
 
-    static func compress(_ data: Data, level: Int32 = 6) throws -> Data {
+    public static func compress(_ data: Data, level: Int32 = 6) throws -> Data {
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
         var status = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
@@ -100,7 +100,7 @@ enum Gzip {
         return output
     }
 
-    static func decompress(_ data: Data) throws -> Data {
+    public static func decompress(_ data: Data) throws -> Data {
         var stream = z_stream()
         var status = inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else { throw Failure(code: status) }

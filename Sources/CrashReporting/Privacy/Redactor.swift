@@ -137,7 +137,9 @@ public struct Redactor: Sendable {
             P.labelled(name: "invoice-id", labels: P.invoiceLabels, value: P.invoiceIDValue, loose: true) { _ in "[REDACTED]" },
 
             Rule(name: "ipv6", pattern: P.ipv6Candidate, transform: { P.maskIPv6($0.text) }),
-            Rule(name: "ipv4", pattern: P.ipv4, template: "$1.$2.x.x"),
+            // Loopback and unspecified addresses name no one ("connect to 127.0.0.1:5432 refused").
+            Rule(name: "ipv4", pattern: P.ipv4,
+                 transform: { $0[1] == "127" || $0.text == "0.0.0.0" ? nil : "\($0[1] ?? "").\($0[2] ?? "").x.x" }),
 
             // Ten bare digits are a phone number only when labelled: unlabelled, they are as often nanosecond
             // durations, epoch times and counters.
@@ -511,8 +513,12 @@ enum PIIPatterns {
     }
 
     /// A 40-hex string is a GNU build id, a git commit or a SHA-1 in crash reports: not a secret.
+    /// Build-ids and commits (40), digests (32, 64, 128), trace and request ids (32): hex in one
+    /// case. Unlabelled, they join a report to a build, an artifact or a server log; a hex
+    /// secret under a label is still caught by the labelled rules.
     static func isHashShaped(_ text: String) -> Bool {
-        text.utf8.count == 40 && text.allSatisfy(\.isHexDigit)
+        [32, 40, 64, 128].contains(text.utf8.count) && text.allSatisfy(\.isHexDigit)
+            && (text.allSatisfy { !$0.isUppercase } || text.allSatisfy { !$0.isLowercase })
     }
 
     static func luhn(_ digits: [Int]) -> Bool {

@@ -1,0 +1,778 @@
+// The last look at what leaves the process, built to miss different things than the redactor does:
+// no regular expressions and none of the redactor's patterns or labels. It reads text the way a
+// leak checker does: Unicode-normalised (full-width and other-script digits, no-break spaces,
+// full-width "＠"), by shape (check digits over any separator, provider key formats, entropy and
+// character classes, JWT headers that decode to JSON) and across neighbouring strings (a JWT or
+// a card number split over breadcrumbs). `OutgoingCheck` runs it over every body a destination
+// sends and masks what it finds (Decision 0035).
+import Foundation
+
+public struct LeakScanner: Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case card, ssn, email, awsKeyID = "aws-key-id", providerKey = "provider-key", jwt
+        case highEntropy = "high-entropy", labelledSecret = "labelled-secret", urlCredentials = "url-credentials"
+        case privateKey = "private-key", phone
+    }
+
+    public struct Finding: Sendable, Hashable, CustomStringConvertible {
+        public let kind: Kind
+        /// Where the finding is in the text that was scanned.
+        public let range: Range<String.Index>
+        public var description: String { kind.rawValue }
+    }
+
+    public init() {}
+
+    /// What every request body of the built-in destinations goes through before it is sent
+    /// (JSON, or one JSON document per line; gzip'd when `gzipped`): the body with what was found
+    /// masked, and the kinds found; nil when there was nothing to mask. A `DiagnosticsTransport`
+    /// of an app's own should pass its body through it too.
+    public static func cleanedBody(_ body: Data, gzipped: Bool) -> (body: Data, kinds: [String])? {
+        OutgoingCheck.cleaned(body, gzipped: gzipped)
+    }
+
+    /// Everything in `text` that looks like a secret or personal data, in order, not overlapping.
+    public func findings(in text: String) -> [Finding] {
+        guard !text.isEmpty else { return [] }
+        let view = NormalisedText(text)
+        return view.findings(Self.merged(spans(view.scalars)))
+    }
+
+    /// A value under its key (a JSON field, a custom key, log metadata): read as "key=value", so
+    /// that a label in the key counts, and as a whole, so that a password-shaped value under an
+    /// innocent key ("note": "HyqGeflhD&VK9V494s") counts too. Ranges are in `value`.
+    public func findings(in value: String, key: String) -> [Finding] {
+        guard !value.isEmpty else { return [] }
+        let view = NormalisedText(value)
+        var found: [(Kind, Range<Int>)]
+        if Self.mayBeLabel(key) {
+            let labelled = NormalisedText(key + "=" + value)
+            let offset = labelled.scalars.count - view.scalars.count
+            found = spans(labelled.scalars).compactMap { kind, range -> (Kind, Range<Int>)? in
+                guard range.upperBound > offset else { return nil }
+                return (kind, max(0, range.lowerBound - offset)..<(range.upperBound - offset))
+            }
+        } else {
+            found = spans(view.scalars)
+        }
+        if Self.isSecretShaped(view.scalars) { found.append((.highEntropy, 0..<view.scalars.count)) }
+        if let whole = Self.bareSSN(view.scalars) { found.append((.ssn, whole)) }
+        return view.findings(Self.merged(found))
+    }
+
+    private func spans(_ scalars: [Unicode.Scalar]) -> [(Kind, Range<Int>)] {
+        var spans: [(Kind, Range<Int>)] = []
+        Self.awsKeyIDs(scalars, into: &spans)
+        Self.cards(scalars, into: &spans)
+        Self.ssns(scalars, into: &spans)
+        Self.phones(scalars, into: &spans)
+        Self.urlCredentials(scalars, into: &spans)
+        Self.privateKeys(scalars, into: &spans)
+        let tokens = Self.tokens(scalars)
+        Self.tokenShapes(scalars, tokens, into: &spans)
+        Self.labelled(scalars, tokens, into: &spans)
+        Self.obfuscatedEmails(scalars, tokens, into: &spans)
+        if let whole = Self.bareSSN(scalars) { spans.append((.ssn, whole)) }
+        return spans
+    }
+
+    /// Secrets split over neighbouring strings (breadcrumbs, log lines): the last word of each,
+    /// joined with the next one or two, read as a JWT or a card number. Returns, per string, the
+    /// ranges of the pieces.
+    public func findingsAcross(_ texts: [String]) -> [[Finding]] {
+        var result = Array(repeating: [Finding](), count: texts.count)
+        guard texts.count > 1 else { return result }
+        let views = texts.map(NormalisedText.init)
+        let tails: [Range<Int>?] = views.map { Self.lastWord($0.scalars) }
+        for start in texts.indices {
+            for count in 2...3 where start + count <= texts.count {
+                let members = Array(start..<(start + count))
+                guard members.allSatisfy({ tails[$0] != nil }) else { break }
+                let pieces = members.map { Array(views[$0].scalars[tails[$0]!]) }
+                let joined = pieces.flatMap { $0 }
+                let dotted = Array(pieces.map { String(String.UnicodeScalarView($0)) }.joined(separator: ".").unicodeScalars)
+                var kind: Kind?
+                if Self.isJWT(joined) || Self.isJWT(dotted) {
+                    kind = .jwt
+                } else if pieces.allSatisfy({ $0.allSatisfy(Self.isDigit) }), Self.isCardNumber(joined.map { Int($0.value) - 48 }) {
+                    kind = .card
+                }
+                guard let kind else { continue }
+                for member in members {
+                    result[member] += views[member].findings([(kind, tails[member]!)])
+                }
+            }
+        }
+        return result
+    }
+
+    // MARK: digits
+
+    static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.value >= 48 && scalar.value <= 57 }
+    static func isASCIILetter(_ scalar: Unicode.Scalar) -> Bool { (scalar.value | 0x20) >= 97 && (scalar.value | 0x20) <= 122 }
+    static func isWordScalar(_ scalar: Unicode.Scalar) -> Bool {
+        isDigit(scalar) || isASCIILetter(scalar) || (scalar.value > 127 && (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+            || scalar.properties.generalCategory == .nonspacingMark || scalar.properties.generalCategory == .spacingMark))
+    }
+
+    /// Issuer prefixes of the card networks, and the check digit.
+    static func isCardNumber(_ digits: [Int]) -> Bool {
+        guard (13...19).contains(digits.count) else { return false }
+        let two = digits[0] * 10 + digits[1], three = two * 10 + digits[2], four = three * 10 + digits[3]
+        let issuer = digits[0] == 4 || (51...55).contains(two) || (2221...2720).contains(four) || two == 34 || two == 37
+            || four == 6011 || two == 65 || (644...649).contains(three)
+            || two == 35 || two == 36 || two == 38 || two == 30 || two == 62 || two == 50 || (56...69).contains(two)
+        guard issuer else { return false }
+        var sum = 0
+        for (offset, digit) in digits.reversed().enumerated() {
+            let value = offset % 2 == 1 ? digit * 2 : digit
+            sum += value > 9 ? value - 9 : value
+        }
+        return sum % 10 == 0
+    }
+
+    /// Runs of digits with up to two separators between them (space, dash, dot, slash,
+    /// underscore: the normaliser made every space-like character a space); every window of
+    /// 13–19 digits that starts and ends at a group boundary is tried.
+    private static func cards(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        var index = 0
+        while index < s.count {
+            guard isDigit(s[index]), index == 0 || !isWordScalar(s[index - 1]) else { index += 1; continue }
+            var groups: [(start: Int, end: Int)] = []
+            var cursor = index
+            while cursor < s.count, isDigit(s[cursor]) {
+                let start = cursor
+                while cursor < s.count, isDigit(s[cursor]) { cursor += 1 }
+                groups.append((start, cursor))
+                var gap = cursor
+                while gap < s.count, gap - cursor < 2, [" ", "-", ".", "/", "_"].contains(s[gap]) { gap += 1 }
+                guard gap > cursor, gap < s.count, isDigit(s[gap]), groups.count < 24 else { break }
+                cursor = gap
+            }
+            let end = groups.last!.end
+            if end >= s.count || !isWordScalar(s[end]) {
+                let digits = groups.map { s[$0.start..<$0.end].map { Int($0.value) - 48 } }
+                search: for first in groups.indices {
+                    var collected: [Int] = []
+                    for last in first..<groups.count {
+                        collected += digits[last]
+                        if collected.count > 19 { break }
+                        if collected.count >= 13, isCardNumber(collected) {
+                            spans.append((.card, groups[first].start..<groups[last].end))
+                            break search
+                        }
+                    }
+                }
+            }
+            index = max(end, index + 1)
+        }
+    }
+
+    /// AWS access key ids: a known four-letter prefix and 16 upper-case letters or digits, wherever
+    /// they stand (inside a URL's query, after a slash).
+    private static func awsKeyIDs(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        guard s.count >= 20 else { return }
+        let prefixes = awsKeyPrefixes.map { Array($0.unicodeScalars) }
+        func isUpperAlnum(_ scalar: Unicode.Scalar) -> Bool { isDigit(scalar) || (scalar.value >= 65 && scalar.value <= 90) }
+        var index = 0
+        while index + 20 <= s.count {
+            guard index == 0 || !isUpperAlnum(s[index - 1]) && !isASCIILetter(s[index - 1]),
+                  prefixes.contains(where: { s[index..<(index + 4)].elementsEqual($0) }),
+                  s[(index + 4)..<(index + 20)].allSatisfy(isUpperAlnum),
+                  index + 20 == s.count || !(isUpperAlnum(s[index + 20]) || isASCIILetter(s[index + 20])) else { index += 1; continue }
+            spans.append((.awsKeyID, index..<(index + 20)))
+            index += 20
+        }
+    }
+
+    /// A whole text that is nothing but ddd dd dddd (a field holding an SSN).
+    private static func bareSSN(_ s: [Unicode.Scalar]) -> Range<Int>? {
+        var start = 0, end = s.count
+        while start < end, s[start] == " " { start += 1 }
+        while end > start, s[end - 1] == " " { end -= 1 }
+        guard end - start == 11, s[start + 3] == " ", s[start + 6] == " " else { return nil }
+        let positions = [0, 1, 2, 4, 5, 7, 8, 9, 10].map { start + $0 }
+        guard positions.allSatisfy({ isDigit(s[$0]) }) else { return nil }
+        let area = positions.prefix(3).reduce(0) { $0 * 10 + Int(s[$1].value) - 48 }
+        return area != 0 && area != 666 && area < 900 ? start..<end : nil
+    }
+
+    /// ddd-dd-dddd with the numbers the Social Security Administration issues; with spaces only
+    /// after "ssn" or "social security".
+    private static func ssns(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        guard s.count >= 11 else { return }
+        for start in 0...(s.count - 11) {
+            guard start == 0 || !(isWordScalar(s[start - 1]) || s[start - 1] == "-") else { continue }
+            let separator = s[start + 3]
+            guard separator == "-" || separator == " ", s[start + 6] == separator else { continue }
+            let positions = [0, 1, 2, 4, 5, 7, 8, 9, 10].map { start + $0 }
+            guard positions.allSatisfy({ isDigit(s[$0]) }) else { continue }
+            let end = start + 11
+            guard end == s.count || !(isWordScalar(s[end]) || s[end] == "-") else { continue }
+            let value = positions.map { Int(s[$0].value) - 48 }
+            let area = value[0] * 100 + value[1] * 10 + value[2]
+            let group = value[3] * 10 + value[4]
+            let serial = value[5...].reduce(0) { $0 * 10 + $1 }
+            guard area != 0, area != 666, area < 900, group != 0, serial != 0 else { continue }
+            if separator == " " {
+                let before = String(String.UnicodeScalarView(s[max(0, start - 24)..<start])).lowercased()
+                guard before.contains("ssn") || before.contains("social security") else { continue }
+            }
+            spans.append((.ssn, start..<end))
+        }
+    }
+
+    /// "+" (or "00") and a country code, then 8–14 more digits in groups; "(0)" may stand in the middle.
+    private static func phones(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        var index = 0
+        while index < s.count {
+            let start = index
+            var cursor: Int
+            if s[index] == "+", index + 1 < s.count, isDigit(s[index + 1]), s[index + 1] != "0" {
+                cursor = index + 1
+            } else if s[index] == "0", index + 2 < s.count, s[index + 1] == "0", isDigit(s[index + 2]), s[index + 2] != "0" {
+                cursor = index + 2
+            } else {
+                index += 1
+                continue
+            }
+            guard start == 0 || !(isWordScalar(s[start - 1]) || s[start - 1] == "." || s[start - 1] == "-") else { index += 1; continue }
+            var digits = 0, groups = 0, end = cursor
+            while cursor < s.count {
+                if isDigit(s[cursor]) {
+                    let groupStart = cursor
+                    while cursor < s.count, isDigit(s[cursor]) { cursor += 1 }
+                    digits += cursor - groupStart
+                    groups += 1
+                    end = cursor
+                    if cursor + 2 < s.count, s[cursor] == " " || s[cursor] == "-" || s[cursor] == ".",
+                       isDigit(s[cursor + 1]) || s[cursor + 1] == "(" { cursor += 1; continue }
+                    if cursor < s.count, s[cursor] == "(" || s[cursor] == " " { continue }
+                    break
+                } else if s[cursor] == "(" {
+                    var close = cursor + 1
+                    while close < s.count, close - cursor <= 4, isDigit(s[close]) { close += 1 }
+                    guard close < s.count, s[close] == ")", close > cursor + 1 else { break }
+                    digits += s[cursor + 1] == "0" && close == cursor + 2 ? 0 : close - cursor - 1
+                    cursor = close + 1
+                    if cursor < s.count, s[cursor] == " " || s[cursor] == "-" { cursor += 1 }
+                } else if s[cursor] == " " {
+                    cursor += 1
+                } else {
+                    break
+                }
+            }
+            if (9...15).contains(digits), groups >= 1, end == s.count || !isWordScalar(s[end]) {
+                spans.append((.phone, start..<end))
+                index = end
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    // MARK: URLs and key blocks
+
+    /// scheme://user:password@host — the password, and the user when it is an email.
+    private static func urlCredentials(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        var index = 0
+        while index + 3 < s.count {
+            guard s[index] == ":", s[index + 1] == "/", s[index + 2] == "/" else { index += 1; continue }
+            let userStart = index + 3
+            var cursor = userStart, colon: Int?, at: Int?
+            while cursor < s.count, cursor - userStart < 512 {
+                let scalar = s[cursor]
+                if scalar == " " || scalar == "/" || scalar == "\"" || scalar == "\n" || scalar == "?" || scalar == "#" { break }
+                if scalar == ":", colon == nil { colon = cursor }
+                if scalar == "@" { at = cursor }
+                cursor += 1
+            }
+            if let colon, let at, colon < at, at > colon + 1 {
+                spans.append((.urlCredentials, (colon + 1)..<at))
+                if s[userStart..<colon].contains("@") || s[userStart..<colon].contains("%") { spans.append((.email, userStart..<colon)) }
+            }
+            index = max(cursor, index + 3)
+        }
+    }
+
+    /// The body of a PEM private key, to its END line or to the end of the text.
+    private static func privateKeys(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        let marker = Array("PRIVATE KEY-----".unicodeScalars)
+        let endMarker = Array("-----END".unicodeScalars)
+        var index = 0
+        while index + marker.count <= s.count {
+            guard s[index..<(index + marker.count)].elementsEqual(marker) else { index += 1; continue }
+            let bodyStart = index + marker.count
+            var end = bodyStart
+            while end < s.count, !(end + endMarker.count <= s.count && s[end..<(end + endMarker.count)].elementsEqual(endMarker)) { end += 1 }
+            if end > bodyStart { spans.append((.privateKey, bodyStart..<end)) }
+            index = end + 1
+        }
+    }
+
+    // MARK: words
+
+    struct Token { var range: Range<Int> }
+
+    /// Words: split at space, quotes, brackets and the characters that separate a label from its
+    /// value ("=", ":", "&", ",", ";"); "/", "+", ".", "-", "_", "@", "%" stay inside.
+    static func isSeparator(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case " ", "\t", "\n", "\r", "\"", "'", "`", "=", ":", "&", ",", ";", "(", ")", "[", "]", "{", "}", "<", ">", "|", "\\", "?", "#", "!", "*": true
+        default: scalar.properties.isWhitespace
+        }
+    }
+
+    static func tokens(_ s: [Unicode.Scalar]) -> [Token] {
+        var tokens: [Token] = []
+        var index = 0
+        while index < s.count {
+            guard !isSeparator(s[index]) else { index += 1; continue }
+            let start = index
+            while index < s.count, !isSeparator(s[index]) { index += 1 }
+            var end = index
+            while end > start, [".", ",", "-"].contains(s[end - 1]) { end -= 1 }   // sentence punctuation
+            if end > start { tokens.append(Token(range: start..<end)) }
+        }
+        return tokens
+    }
+
+    private static func lastWord(_ s: [Unicode.Scalar]) -> Range<Int>? {
+        tokens(s).last.flatMap { $0.range.count >= 4 ? $0.range : nil }
+    }
+
+    /// Provider key formats: prefix, shortest rest, and what the rest is made of.
+    static let providerPrefixes: [(prefix: String, minRest: Int, charset: Charset)] = [
+        ("sk-proj-", 20, .urlSafe), ("sk-ant-", 20, .urlSafe), ("sk-svcacct-", 20, .urlSafe), ("sk-", 32, .urlSafe),
+        ("sk_live_", 16, .alnum), ("sk_test_", 16, .alnum), ("rk_live_", 16, .alnum), ("rk_test_", 16, .alnum),
+        ("pk_live_", 16, .alnum), ("whsec_", 20, .alnum),
+        ("ghp_", 30, .alnum), ("gho_", 30, .alnum), ("ghu_", 30, .alnum), ("ghs_", 30, .alnum), ("ghr_", 30, .alnum),
+        ("github_pat_", 40, .urlSafe), ("glpat-", 20, .urlSafe), ("glptt-", 20, .urlSafe),
+        ("xoxb-", 20, .urlSafe), ("xoxp-", 20, .urlSafe), ("xoxa-", 20, .urlSafe), ("xoxr-", 20, .urlSafe), ("xoxs-", 20, .urlSafe),
+        ("AIza", 35, .urlSafe), ("ya29.", 20, .urlSafe), ("hf_", 30, .alnum), ("npm_", 36, .alnum), ("pypi-", 40, .urlSafe),
+        ("SG.", 40, .urlSafe), ("shpat_", 32, .alnum), ("shpss_", 32, .alnum), ("dop_v1_", 64, .alnum),
+        ("glc_", 30, .urlSafe), ("AccountKey=", 40, .base64),
+    ]
+    static let awsKeyPrefixes = ["AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "ABIA", "ACCA"]
+
+    enum Charset {
+        case alnum, urlSafe, base64
+        func contains(_ scalar: Unicode.Scalar) -> Bool {
+            if LeakScanner.isDigit(scalar) || LeakScanner.isASCIILetter(scalar) { return true }
+            switch self {
+            case .alnum: return false
+            case .urlSafe: return scalar == "-" || scalar == "_" || scalar == "."
+            case .base64: return scalar == "+" || scalar == "/" || scalar == "="
+            }
+        }
+    }
+
+    private static func tokenShapes(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
+        for token in tokens {
+            let word = Array(s[token.range])
+            if let kind = shape(of: word) { spans.append((kind, token.range)) }
+        }
+    }
+
+    static let providerPrefixScalars = providerPrefixes.map { (Array($0.prefix.unicodeScalars), $0.minRest, $0.charset) }
+
+    static func shape(of word: [Unicode.Scalar]) -> Kind? {
+        guard word.count >= 8 else { return nil }
+        for (prefix, minRest, charset) in providerPrefixScalars where word.count >= prefix.count + minRest && word.starts(with: prefix) {
+            if word.dropFirst(prefix.count).allSatisfy(charset.contains) { return .providerKey }
+        }
+        if word.count >= 10, word.contains("."), isJWT(word) { return .jwt }
+        if word.count >= 10, word[0] == "e", word.contains("y"), isJWTPiece(word) { return .jwt }
+        if word.contains("@"), isEmail(word) { return .email }
+        for part in word.split(separator: ".") {
+            if isHighEntropy(Array(part)) { return .highEntropy }
+            // A token in a URL path ("/share/<token>"): each segment on its own.
+            if part.contains("/"), part.split(separator: "/").contains(where: { isHighEntropy(Array($0)) }) { return .highEntropy }
+        }
+        return nil
+    }
+
+    /// A JWT: three base64url parts, the first a JSON object.
+    static func isJWT(_ word: [Unicode.Scalar]) -> Bool {
+        let parts = word.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ $0.count >= 4 && $0.allSatisfy(Charset.urlSafe.contains) }) else { return false }
+        return decodesToJSON(Array(parts[0]))
+    }
+
+    /// A piece of one: a base64url run that decodes to the start of a JSON object.
+    static func isJWTPiece(_ word: [Unicode.Scalar]) -> Bool {
+        word.split(separator: ".").contains { part in
+            part.count >= 10 && part.allSatisfy(Charset.urlSafe.contains) && decodesToJSON(Array(part))
+        }
+    }
+
+    static func decodesToJSON(_ part: [Unicode.Scalar]) -> Bool {
+        guard part.count >= 4, part[0] == "e", part[1] == "y" else { return false }
+        var bits = 0, count = 0
+        var bytes: [UInt8] = []
+        for scalar in part.prefix(12) {
+            let value: Int
+            switch scalar {
+            case "A"..."Z": value = Int(scalar.value) - 65
+            case "a"..."z": value = Int(scalar.value) - 71
+            case "0"..."9": value = Int(scalar.value) + 4
+            case "-", "+": value = 62
+            case "_", "/": value = 63
+            default: return false
+            }
+            bits = (bits << 6) | value
+            count += 6
+            if count >= 8 {
+                count -= 8
+                bytes.append(UInt8((bits >> count) & 0xFF))
+            }
+        }
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{") else { return false }
+        let next = bytes.dropFirst().first { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\n") }
+        return next == UInt8(ascii: "\"")
+    }
+
+    /// local@domain.tld, any script; "%40" for "@".
+    static func isEmail(_ word: [Unicode.Scalar]) -> Bool {
+        var text = String(String.UnicodeScalarView(word))
+        if text.contains("%40") { text = text.replacingOccurrences(of: "%40", with: "@") }
+        // A mailto: or a URL around it: from the last separator-like character.
+        guard let at = text.lastIndex(of: "@") else { return false }
+        let local = text[..<at].split(separator: "/").last.map(String.init) ?? ""
+        let domain = text[text.index(after: at)...]
+        guard local.unicodeScalars.contains(where: isWordScalar) else { return false }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && $0.unicodeScalars.allSatisfy { isWordScalar($0) || $0 == "-" } }),
+              let tld = labels.last, tld.count >= 2, tld.unicodeScalars.allSatisfy({ !isDigit($0) }) else { return false }
+        return true
+    }
+
+    /// Random-looking: long, made of a key alphabet, all three of upper case, lower case and
+    /// digits, classes changing often, and high Shannon entropy. Hex (build-ids, hashes, ids),
+    /// mangled Swift symbols and paths are not.
+    static func isHighEntropy(_ word: [Unicode.Scalar]) -> Bool {
+        guard word.count >= 20, word.count <= 4096 else { return false }
+        guard word.allSatisfy(Charset.base64.contains) || word.allSatisfy(Charset.urlSafe.contains) else { return false }
+        if word.allSatisfy({ isDigit($0) || ("a"..."f").contains($0) || ("A"..."F").contains($0) || $0 == "-" }) { return false }
+        if word.starts(with: "$s".unicodeScalars) || word.starts(with: "_$s".unicodeScalars) || word.starts(with: "$S".unicodeScalars)
+            || word.starts(with: "_T0".unicodeScalars) { return false }
+        if word.contains("/") {
+            // A path has words between its slashes: lower case or Capitalised, no digits.
+            let segments = word.split(separator: "/")
+            if segments.contains(where: { segment in
+                segment.count >= 3 && segment.allSatisfy(isASCIILetter) && segment.dropFirst().allSatisfy { $0.value >= 97 }
+            }) { return false }
+        }
+        var upper = 0, lower = 0, digits = 0, changes = 0
+        var previous = -1
+        var counts: [Unicode.Scalar: Int] = [:]
+        for scalar in word {
+            let kind: Int
+            if isDigit(scalar) { digits += 1; kind = 0 } else if scalar.value >= 97 { lower += 1; kind = 1 } else if isASCIILetter(scalar) { upper += 1; kind = 2 } else { kind = 3 }
+            if previous >= 0, kind != previous { changes += 1 }
+            previous = kind
+            counts[scalar, default: 0] += 1
+        }
+        guard upper >= 2, lower >= 2, digits >= 1 else { return false }
+        guard Double(changes) >= Double(word.count) * 0.3 else { return false }
+        let length = Double(word.count)
+        let entropy = counts.values.reduce(0.0) { sum, count in
+            let p = Double(count) / length
+            return sum - p * log2(p)
+        }
+        return entropy >= min(4.0, log2(length) - 0.7)
+    }
+
+    /// A whole value shaped like a generated password or key: one word of 12–128 characters,
+    /// upper and lower case and digits, short lower-case runs (random, not camelCase words) and
+    /// either a symbol or 16 characters or more.
+    static func isSecretShaped(_ value: [Unicode.Scalar]) -> Bool {
+        var trimmed = value[...]
+        while trimmed.last == "=" { trimmed = trimmed.dropLast() }   // base64 padding is not a symbol
+        let word = Array(trimmed)
+        guard (12...128).contains(word.count), word.allSatisfy({ $0.value > 32 && $0.value < 127 }) else { return false }
+        if isHighEntropy(word) { return true }
+        let text = String(String.UnicodeScalarView(word))
+        if text.contains("://") || text.hasPrefix("/") || text.hasPrefix("./") || text.hasPrefix("$s") || text.hasPrefix("_$s") { return false }
+        var upper = 0, lower = 0, digits = 0, symbols = 0, caseChanges = 0
+        var lowerRuns: [Int] = []
+        var run = 0
+        var lastCase = 0   // 1 lower, 2 upper
+        for scalar in word {
+            if isDigit(scalar) { digits += 1 } else if isASCIILetter(scalar) {
+                let thisCase = scalar.value >= 97 ? 1 : 2
+                if thisCase == 1 { lower += 1; run += 1 } else { upper += 1 }
+                if lastCase != 0, lastCase != thisCase { caseChanges += 1 }
+                lastCase = thisCase
+            } else { symbols += 1 }
+            if !(isASCIILetter(scalar) && scalar.value >= 97), run > 0 { lowerRuns.append(run); run = 0 }
+        }
+        if run > 0 { lowerRuns.append(run) }
+        guard upper >= 1, lower >= 1, digits >= 1, symbols > 0 || word.count >= 16, caseChanges >= 3 else { return false }
+        let meanRun = Double(lowerRuns.reduce(0, +)) / Double(max(1, lowerRuns.count))
+        return meanRun <= 3.0 && (lowerRuns.max() ?? 0) <= 6
+    }
+
+    /// "jane at example dot com", "jane[at]example[dot]com", "jane.doe AT example DOT org":
+    /// a word, "at", a word, then "dot" and a word at least once. Lower-case "at" needs the
+    /// "dot" words (prose says "at example.com"); bracketed or upper-case "at" may stand before a dotted domain.
+    private static func obfuscatedEmails(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
+        func word(_ index: Int) -> String { String(String.UnicodeScalarView(s[tokens[index].range])) }
+        func bracketed(_ index: Int) -> Bool {
+            let range = tokens[index].range
+            return range.lowerBound > 0 && ["[", "(", "{", "<"].contains(s[range.lowerBound - 1])
+        }
+        func isLocal(_ text: String) -> Bool {
+            text.unicodeScalars.contains(where: isASCIILetter) && text.unicodeScalars.allSatisfy { isWordScalar($0) || $0 == "." || $0 == "_" || $0 == "-" || $0 == "+" }
+        }
+        var index = 0
+        while index + 2 < tokens.count {
+            let marker = word(index + 1)
+            guard marker.lowercased() == "at" || marker == "@", isLocal(word(index)), isLocal(word(index + 2)) else { index += 1; continue }
+            var last = index + 2
+            var dots = 0
+            while last + 1 < tokens.count {
+                // "dot" as a word, or a "." standing alone between spaces ("example . co.uk").
+                let gap = s[tokens[last].range.upperBound..<tokens[last + 1].range.lowerBound]
+                if gap.contains("."), gap.allSatisfy({ $0 == " " || $0 == "." }), isLocal(word(last + 1)) {
+                    last += 1
+                    dots += 1
+                } else if last + 2 < tokens.count, word(last + 1).lowercased() == "dot", isLocal(word(last + 2)) {
+                    last += 2
+                    dots += 1
+                } else {
+                    break
+                }
+            }
+            let strong = bracketed(index + 1) || marker == "AT" || marker == "@"
+            if dots > 0 || (strong && word(index + 2).contains(".")) {
+                spans.append((.email, tokens[index].range.lowerBound..<tokens[last].range.upperBound))
+                index = last + 1
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    // MARK: labels
+
+    /// Labels, folded to lower-case letters without accents, in several languages. The value
+    /// after one (past ":", "=", quotes, or a space after "--label") is a secret unless it is
+    /// already masked or a word that describes a state.
+    static let secretLabels: Set<String> = [
+        "password", "passwd", "passwort", "passphrase", "pass", "pw", "pwd", "contrasena", "motdepasse", "senha", "parola",
+        "wachtwoord", "haslo", "salasana", "losenord", "adgangskode", "secret", "secretkey", "clientsecret", "apisecret",
+        "appsecret", "secretaccesskey", "awssecretaccesskey", "apikey", "accesskey", "privatekey", "signingkey",
+        "encryptionkey", "masterkey", "token", "accesstoken", "authtoken", "refreshtoken", "idtoken", "sessiontoken",
+        "bearertoken", "pin", "pincode", "otp", "totp", "mfacode", "ssn", "socialsecuritynumber", "tin", "itin", "taxid", "cvv", "cvc",
+        "credential", "credentials", "xapikey", "authorization", "cookie", "setcookie",
+    ]
+    static let stateWords: Set<String> = [
+        "true", "false", "null", "nil", "none", "empty", "missing", "required", "invalid", "incorrect", "wrong", "expired",
+        "set", "unset", "redacted", "hidden", "changed", "updated", "reset", "ok", "yes", "no", "na", "rotated", "revoked",
+        "provided", "present", "absent", "mismatch", "error", "failed", "undefined", "bearer", "basic",
+    ]
+
+    /// Whether a key ends in a label word ("password", "db_password", "X-Api-Key", "пароль").
+    static func mayBeLabel(_ key: String) -> Bool {
+        let folded = fold(key.split(whereSeparator: { $0 == "=" || $0 == ":" || $0 == " " }).last ?? "")
+        if secretLabels.contains(folded) || bareLabels.contains(folded) { return true }
+        return ["password", "passwd", "secret", "apikey", "token", "passphrase", "pin", "otp", "ssn", "code", "tin", "key", "cvv", "cvc"]
+            .contains(where: folded.hasSuffix) || secretLabels.contains(where: folded.hasSuffix)
+    }
+
+    /// Labels that stand before a secret without ":" or "=" ("passwd Tr0ub4dor#3", "2FA code 300725"),
+    /// when the value has a digit or a symbol.
+    static let bareLabels: Set<String> = [
+        "password", "passwd", "passwort", "passphrase", "pwd", "2facode", "mfacode", "otpcode", "otp", "verificationcode",
+        "smscode", "pin", "pincode", "ssn", "пароль", "パスワード", "密码", "密碼", "비밀번호",
+    ]
+
+    /// Lower case, accents removed, letters (of any script) and digits only.
+    static func fold(_ text: some StringProtocol) -> String {
+        String(String(text).folding(options: [.diacriticInsensitive, .caseInsensitive], locale: nil).unicodeScalars
+            .filter { isWordScalar($0) }.map(Character.init))
+    }
+
+    private static func labelled(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
+        guard tokens.count >= 2 else { return }
+        var foldedWords = [String?](repeating: nil, count: tokens.count)
+        func folded(_ index: Int) -> String {
+            if let known = foldedWords[index] { return known }
+            let word = s[tokens[index].range]
+            let result: String
+            if word.allSatisfy(\.isASCII) {
+                result = String(String.UnicodeScalarView(word.compactMap { scalar -> Unicode.Scalar? in
+                    if isDigit(scalar) { return scalar }
+                    return isASCIILetter(scalar) ? Unicode.Scalar(scalar.value | 0x20) : nil
+                }))
+            } else {
+                result = fold(String(String.UnicodeScalarView(word)))
+            }
+            foldedWords[index] = result
+            return result
+        }
+        for index in 0..<(tokens.count - 1) {
+            // "[TOKEN:abcd...]": the redactor's own mask, not a label.
+            if tokens[index].range.lowerBound > 0, s[tokens[index].range.lowerBound - 1] == "[" { continue }
+            // Labels are short words: most words are not one.
+            guard tokens[index].range.count <= 40 else { continue }
+            // The label: this word, or it with the one or two before it ("mot de passe", "2FA code").
+            var label: String?
+            for width in 1...3 where index - width + 1 >= 0 {
+                let folded = ((index - width + 1)...index).map(folded).joined()
+                if secretLabels.contains(folded) || bareLabels.contains(folded) { label = folded; break }
+                // "db_password", "X-Api-Key", "user.password": a label word at the end of a key.
+                if width == 1, folded.count > 4, ["password", "passwd", "secret", "apikey", "token", "passphrase"].contains(where: folded.hasSuffix) {
+                    label = folded
+                    break
+                }
+            }
+            guard let label else { continue }
+            let labelEnd = tokens[index].range.upperBound
+            let value = tokens[index + 1].range
+            let gap = s[labelEnd..<value.lowerBound]
+            let word = String(String.UnicodeScalarView(s[tokens[index].range]))
+            let spaced = !gap.isEmpty && gap.allSatisfy { $0 == " " }
+            let separated = gap.contains(":") || gap.contains("=")
+            guard separated || (spaced && (word.hasPrefix("--") || bareLabels.contains(label))), gap.count <= 6,
+                  !gap.contains("\n"), !gap.contains("[") && !gap.contains("<") && !gap.contains("*") else { continue }
+            // A quoted value runs to its closing quote.
+            var end = value.upperBound
+            if let quote = gap.last, quote == "\"" || quote == "'" {
+                var cursor = value.lowerBound
+                while cursor < s.count, cursor - value.lowerBound < 256, s[cursor] != quote, s[cursor] != "\n" { cursor += 1 }
+                end = cursor
+            } else {
+                // Unquoted: to the next space or field separator, punctuation included ("hunter!2").
+                var cursor = value.lowerBound
+                while cursor < s.count, cursor - value.lowerBound < 256,
+                      !["\"", "'", "&", ",", ";", "<", ">"].contains(s[cursor]), !s[cursor].properties.isWhitespace { cursor += 1 }
+                end = max(value.upperBound, cursor)
+            }
+            let scalars = s[value.lowerBound..<end]
+            let text = String(String.UnicodeScalarView(scalars))
+            let hasDigitOrSymbol = scalars.contains { isDigit($0) || (!isWordScalar($0) && $0 != " ") }
+            if !separated && !word.hasPrefix("--") && !hasDigitOrSymbol { continue }   // "password reset"
+            guard !stateWords.contains(fold(text)) || scalars.contains(where: isDigit) else { continue }
+            guard !(text.hasPrefix("REDACTED") || text.allSatisfy({ $0 == "x" || $0 == "X" })) else { continue }
+            spans.append((.labelledSecret, value.lowerBound..<end))
+        }
+    }
+
+    // MARK: spans
+
+    /// Sorted by start; an overlapping span joins the one before it.
+    static func merged(_ spans: [(Kind, Range<Int>)]) -> [(Kind, Range<Int>)] {
+        var result: [(Kind, Range<Int>)] = []
+        for span in spans.sorted(by: { $0.1.lowerBound < $1.1.lowerBound }) where !span.1.isEmpty {
+            if let last = result.last, span.1.lowerBound < last.1.upperBound {
+                result[result.count - 1].1 = last.1.lowerBound..<max(last.1.upperBound, span.1.upperBound)
+            } else {
+                result.append(span)
+            }
+        }
+        return result
+    }
+}
+
+/// The text as the scanner reads it: per character, NFKC (full-width forms, ligatures), every
+/// decimal digit of any script as an ASCII digit, every space-like character and dash as " " and
+/// "-"; each scalar remembers the character it came from, so findings map back to the original.
+struct NormalisedText {
+    let original: String
+    var scalars: [Unicode.Scalar] = []
+    /// Per scalar, the offsets (in `original.unicodeScalars`) of the character it came from;
+    /// empty when the text is plain ASCII with nothing to decode (each scalar is itself).
+    var from: [Int32] = []
+    var to: [Int32] = []
+
+    init(_ text: String) {
+        original = text
+        var plainASCII = true
+        for byte in text.utf8 where byte >= 128 || byte == UInt8(ascii: "%") || byte == UInt8(ascii: "&") {
+            plainASCII = false
+            break
+        }
+        if plainASCII {
+            scalars = text.utf8.map { Unicode.Scalar($0) }
+            return
+        }
+        let source = Array(text.unicodeScalars)
+        scalars.reserveCapacity(source.count)
+        from.reserveCapacity(source.count)
+        to.reserveCapacity(source.count)
+        var position = 0
+        func emit(_ scalar: Unicode.Scalar, _ start: Int, _ end: Int) {
+            scalars.append(scalar)
+            from.append(Int32(start))
+            to.append(Int32(end))
+        }
+        func hex(_ scalar: Unicode.Scalar) -> UInt32? {
+            switch scalar {
+            case "0"..."9": scalar.value - 48
+            case "a"..."f": scalar.value - 87
+            case "A"..."F": scalar.value - 55
+            default: nil
+            }
+        }
+        while position < source.count {
+            let scalar = source[position]
+            // Percent-encoding ("%40", "%20", "%2B") and numeric HTML entities ("&#64;", "&#x40;")
+            // of printable ASCII read as the character they stand for.
+            if scalar == "%", position + 2 < source.count, let high = hex(source[position + 1]), let low = hex(source[position + 2]),
+               (0x20..<0x7F).contains(high * 16 + low) {
+                emit(Unicode.Scalar(UInt8(high * 16 + low)), position, position + 3)
+                position += 3
+                continue
+            }
+            if scalar == "&", position + 3 < source.count, source[position + 1] == "#" {
+                var cursor = position + 2
+                let isHex = source[cursor] == "x" || source[cursor] == "X"
+                if isHex { cursor += 1 }
+                var value: UInt32 = 0
+                let digitsStart = cursor
+                while cursor < source.count, cursor - digitsStart < 6,
+                      let digit = isHex ? hex(source[cursor]) : (LeakScanner.isDigit(source[cursor]) ? source[cursor].value - 48 : nil) {
+                    value = value * (isHex ? 16 : 10) + digit
+                    cursor += 1
+                }
+                if cursor > digitsStart, cursor < source.count, source[cursor] == ";", (0x20..<0x7F).contains(value) {
+                    emit(Unicode.Scalar(UInt8(value)), position, cursor + 1)
+                    position = cursor + 1
+                    continue
+                }
+            }
+            if scalar.isASCII {
+                emit(scalar, position, position + 1)
+            } else {
+                for normal in String(scalar).precomposedStringWithCompatibilityMapping.unicodeScalars {
+                    emit(Self.plain(normal), position, position + 1)
+                }
+            }
+            position += 1
+        }
+    }
+
+    static func plain(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+        guard scalar.value > 127 else { return scalar }
+        let properties = scalar.properties
+        if properties.numericType == .decimal, let value = properties.numericValue, value >= 0, value <= 9 {
+            return Unicode.Scalar(UInt8(48 + Int(value)))
+        }
+        if properties.isWhitespace { return " " }
+        if properties.generalCategory == .dashPunctuation { return "-" }
+        return scalar
+    }
+
+    func findings(_ spans: [(LeakScanner.Kind, Range<Int>)]) -> [LeakScanner.Finding] {
+        guard !spans.isEmpty else { return [] }
+        let view = original.unicodeScalars
+        return spans.map { kind, range in
+            let lower = from.isEmpty ? range.lowerBound : Int(from[range.lowerBound])
+            let upper = from.isEmpty ? range.upperBound : Int(to[range.upperBound - 1])
+            let start = view.index(view.startIndex, offsetBy: lower)
+            return LeakScanner.Finding(kind: kind, range: start..<view.index(start, offsetBy: upper - lower))
+        }
+    }
+}

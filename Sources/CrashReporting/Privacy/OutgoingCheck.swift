@@ -1,0 +1,166 @@
+// The gate every request body passes on its way out (`HTTPExchange.send`): the collector's
+// diagnostics, api_logs and beacons, Sentry envelopes, Logz.io bulk lines. The bytes are read as
+// they will be sent (gunzipped when gzip'd, JSON or one JSON document per line), every string
+// outside machine fields goes through `LeakScanner`, and what it finds is masked before sending:
+// the report still arrives, the secret does not. A clean body leaves untouched, byte for byte.
+import Foundation
+import Synchronization
+
+enum OutgoingCheck {
+    /// Findings masked since the process started, by kind (`CrashReporter.uploadStatus.leaksMasked`).
+    static let masked = Mutex<[String: Int]>([:])
+
+    /// Keys whose values are machine facts (addresses, build-ids, symbols, paths, ids the
+    /// pipeline made), in every destination's format; not read.
+    static let machineKeys: Set<String> = [
+        "stack_trace", "stacktrace", "frames", "images", "debug_meta", "thread_info", "threads", "registers",
+        "device_metadata", "reporter", "build_id", "debug_id", "code_id", "code_file", "debug_file", "image_addr",
+        "instruction_addr", "symbol_addr", "image_size", "package", "module", "function", "symbol", "filename",
+        "abs_path", "report_id", "event_id", "sdk", "modules", "test_run_id", "timestamp", "timestamp_collected",
+        "sent_at", "dsn",
+    ]
+    /// Ids that join a report to a server's logs; kept when they are hex, dashes and underscores
+    /// only (trace and span ids, UUIDs, `hb.request.id`).
+    static let correlationKeys: Set<String> = ["requestid", "hbrequestid", "xrequestid", "traceid", "spanid", "parentspanid", "correlationid", "traceparent"]
+
+    static let mask = "[REDACTED:%@]"
+
+    /// The body to send instead of `body`, with what was masked; nil when there was nothing to mask.
+    static func cleaned(_ body: Data, gzipped: Bool, scanner: LeakScanner = LeakScanner()) -> (body: Data, kinds: [String])? {
+        let plain: Data
+        if gzipped {
+            guard let inflated = try? Gzip.decompress(body) else { return nil }   // not ours to judge: sent as is
+            plain = inflated
+        } else {
+            plain = body
+        }
+        var kinds: [String] = []
+        let scanner = MemoScanner(scanner)
+        var lines = plain.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        var changed = false
+        for index in lines.indices where !lines[index].isEmpty {
+            let line = Data(lines[index])
+            if let root = try? JSONSerialization.jsonObject(with: line, options: [.fragmentsAllowed]) {
+                let (value, found) = clean(root, key: nil, scanner)
+                if !found.isEmpty, let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .withoutEscapingSlashes]) {
+                    lines[index] = data[...]
+                    kinds += found
+                    changed = true
+                }
+            } else {
+                let text = String(decoding: line, as: UTF8.self)
+                let (result, found) = maskText(text, scanner.findings(in: text, key: nil))
+                if !found.isEmpty {
+                    lines[index] = Data(result.utf8)[...]
+                    kinds += found
+                    changed = true
+                }
+            }
+        }
+        guard changed else { return nil }
+        var joined = Data()
+        for (index, line) in lines.enumerated() {
+            if index > 0 { joined.append(UInt8(ascii: "\n")) }
+            joined.append(contentsOf: line)
+        }
+        let out = gzipped ? ((try? Gzip.compress(joined)) ?? joined) : joined
+        masked.withLock { counts in for kind in kinds { counts[kind, default: 0] += 1 } }
+        return (out, kinds)
+    }
+
+    static func maskText(_ text: String, _ findings: [LeakScanner.Finding]) -> (String, [String]) {
+        guard !findings.isEmpty else { return (text, []) }
+        var out = ""
+        var cursor = text.startIndex
+        for finding in findings.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) where finding.range.lowerBound >= cursor {
+            out += text[cursor..<finding.range.lowerBound]
+            out += String(format: mask, finding.kind.rawValue)
+            cursor = finding.range.upperBound
+        }
+        out += text[cursor...]
+        return (out, findings.map(\.kind.rawValue))
+    }
+
+    static func fold(_ key: String) -> String { String(key.lowercased().unicodeScalars.filter { LeakScanner.isASCIILetter($0) }.map(Character.init)) }
+
+    /// A string is read with its key (`LeakScanner.findings(in:key:)`: "password=hunter2", and
+    /// the value as a whole); neighbouring strings of an array are read together for split secrets.
+    private static func clean(_ value: Any, key: String?, _ scanner: MemoScanner) -> (Any, [String]) {
+        switch value {
+        case let object as [String: Any]:
+            var result: [String: Any] = [:]
+            var kinds: [String] = []
+            for (name, child) in object {
+                let (cleanName, nameKinds) = maskText(name, scanner.findings(in: name, key: nil))
+                kinds += nameKinds
+                if machineKeys.contains(name.lowercased()) {
+                    result[cleanName] = child
+                    continue
+                }
+                let (cleanChild, found) = clean(child, key: name, scanner)
+                result[cleanName] = cleanChild
+                kinds += found
+            }
+            return (result, kinds)
+        case let array as [Any]:
+            var result: [Any] = []
+            var kinds: [String] = []
+            for element in array {
+                let (cleanElement, found) = clean(element, key: key, scanner)
+                result.append(cleanElement)
+                kinds += found
+            }
+            // Split secrets: the strings of this array, or the messages of its objects.
+            let texts: [String?] = result.map { element in
+                if let text = element as? String { return text }
+                if let object = element as? [String: Any] { return (object["message"] ?? object["msg"]) as? String }
+                return nil
+            }
+            let present = texts.indices.filter { texts[$0] != nil }
+            if present.count > 1 {
+                let across = scanner.scanner.findingsAcross(present.map { texts[$0]! })
+                for (position, index) in present.enumerated() where !across[position].isEmpty {
+                    let (masked, found) = maskText(texts[index]!, across[position])
+                    kinds += found
+                    if result[index] is String {
+                        result[index] = masked
+                    } else if var object = result[index] as? [String: Any] {
+                        object[object["message"] != nil ? "message" : "msg"] = masked
+                        result[index] = object
+                    }
+                }
+            }
+            return (result, kinds)
+        case let text as String:
+            guard !text.isEmpty else { return (text, []) }
+            if let key {
+                let folded = fold(key)
+                if correlationKeys.contains(folded) {
+                    // An id looks random by design ("req_q257VAfC0YMttM"): only known secret formats count.
+                    if text.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == "-" || $0 == "_" }) { return (text, []) }
+                    return maskText(text, scanner.findings(in: text, key: nil))
+                }
+                return maskText(text, scanner.findings(in: text, key: key))
+            }
+            return maskText(text, scanner.findings(in: text, key: nil))
+        default:
+            return (value, [])
+        }
+    }
+}
+
+/// One body's strings repeat (keys, breadcrumbs shared by records): each is scanned once.
+private final class MemoScanner {
+    let scanner: LeakScanner
+    private var clean: Set<String> = []
+
+    init(_ scanner: LeakScanner) { self.scanner = scanner }
+
+    func findings(in text: String, key: String?) -> [LeakScanner.Finding] {
+        let memoKey = key.map { $0 + "\u{0}" + text } ?? text
+        if clean.contains(memoKey) { return [] }
+        let found = key.map { scanner.findings(in: text, key: $0) } ?? scanner.findings(in: text)
+        if found.isEmpty, clean.count < 100_000 { clean.insert(memoKey) }
+        return found
+    }
+}

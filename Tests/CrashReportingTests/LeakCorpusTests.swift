@@ -1,0 +1,218 @@
+// Privacy that holds (issue 15): the leak corpus (PIICorpus/leak-corpus.json: tricky secrets in
+// many shapes, each category named) through what a payload goes through before it leaves —
+// the seed 000 redactor, then the outgoing check over the exact body — must leak nothing; the
+// independent scanner alone must catch every leak too; and the benign corpus (request ids,
+// UUIDs, loopback and private addresses, build-ids, hashes, symbols) must come through.
+import CrashReportModel
+import Foundation
+import Testing
+@_spi(Benchmarks) @testable import CrashReporting
+
+struct LeakCorpusTests {
+    struct Leak: Decodable, Sendable, CustomTestStringConvertible {
+        let category: String
+        let `where`: String
+        let key: String?
+        let text: String
+        let secrets: [String]
+        var testDescription: String { "[\(category)] \(text.prefix(60))" }
+    }
+
+    struct Split: Decodable, Sendable, CustomTestStringConvertible {
+        let category: String
+        let breadcrumbs: [String]
+        let secrets: [String]
+        var testDescription: String { "[\(category)] \(breadcrumbs.first?.prefix(50) ?? "")" }
+    }
+
+    struct Benign: Decodable, Sendable, CustomTestStringConvertible {
+        let category: String
+        let `where`: String
+        let key: String?
+        let text: String
+        let keep: [String]
+        let partly: Bool?
+        var testDescription: String { "[\(category)] \(text.prefix(60))" }
+    }
+
+    struct Corpus: Decodable {
+        let leaks: [Leak]
+        let split: [Split]
+        let benign: [Benign]
+    }
+
+    static func load() throws -> Corpus {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("PIICorpus/leak-corpus.json")
+        return try JSONDecoder().decode(Corpus.self, from: Data(contentsOf: url))
+    }
+
+    // Empty when the corpus does not load: `shape` then fails and says why.
+    static let corpus = try? load()
+    static let leaks = corpus?.leaks ?? []
+    static let splits = corpus?.split ?? []
+    static let benign = corpus?.benign ?? []
+
+    @Test("the corpus: 500 leaks or more, 20 or more per category; 200 benign samples")
+    func shape() throws {
+        let corpus = try Self.load()
+        #expect(corpus.leaks.count >= 500)
+        #expect(corpus.benign.count >= 200)
+        #expect(corpus.split.count >= 20)
+        for (category, samples) in Dictionary(grouping: corpus.leaks, by: \.category) {
+            #expect(samples.count >= 20, "\(category): \(samples.count)")
+        }
+        for sample in corpus.leaks {
+            #expect(!sample.secrets.isEmpty && sample.secrets.allSatisfy(sample.text.contains), "\(sample.text)")
+        }
+        for sample in corpus.benign {
+            #expect(sample.keep.allSatisfy(sample.text.contains), "\(sample.text)")
+        }
+    }
+
+    // MARK: the way out
+
+    static let host = HostMetadata(device_model: "test", device_identifier: "abcd1234", ios_version: "Debian 12", locale: "C",
+                                   timezone: "UTC", is_simulator: false, available_storage_mb: 1, total_memory_mb: 1)
+    static let app = AppMetadata(app_name: "app", app_version: "1.0", build_number: "1", bundle_id: "com.example.app", environment: "test")
+
+    /// Every string (keys too) of the body that would be sent with `text` placed where the sample
+    /// says: redacted by the seed 000 redactor as the pipeline does, then through the outgoing check.
+    static func sent(where place: String, key: String?, texts: [String]) throws -> [String] {
+        let json: Data
+        if place == "api_body" {
+            // Seed 003's api_log event, its body redacted as APILogUpload does.
+            let events: [[String: Any]] = texts.map { ["url": "https://api.example.com/v1/orders", "method": "POST", "statusCode": 500,
+                                                       "requestBody": Redactor.seed000.redact($0)] }
+            json = try JSONSerialization.data(withJSONObject: events)
+        } else {
+            var payload = DiagnosticsPayload(
+                test_run_id: "6f1f6c1e-3f7b-4c1a-9d1e-6a0e2b7c9d10", app_metadata: app, device_metadata: host,
+                timestamp_collected: "2026-11-26T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+            for text in texts {
+                switch place {
+                case "custom_key":
+                    payload.custom_keys[key ?? "note"] = .string(text)
+                case "metadata":
+                    payload.logs.append(.init(timestamp: "2026-11-26T00:00:00.000Z", level: "info", tag: "app", message: "request",
+                                              metadata: [key ?? "value": .string(text)]))
+                case "url":
+                    payload.network_errors.append(NetworkErrorDigest(
+                        timestamp: "2026-11-26T00:00:00.000Z", request_url: text, request_method: "GET", status_code: 502,
+                        error_type: "server_error", error_message: "bad gateway", request_duration_ms: 12, retry_count: 0))
+                default:
+                    payload.logs.append(.init(timestamp: "2026-11-26T00:00:00.000Z", level: "error", tag: "app", message: text))
+                }
+            }
+            Redactor.seed000.apply(to: &payload)
+            json = try payload.encoded()
+        }
+        let body = try Gzip.compress(json)
+        let out = try Gzip.decompress(OutgoingCheck.cleaned(body, gzipped: true)?.body ?? body)
+        var strings: [String] = []
+        func walk(_ value: Any) {
+            switch value {
+            case let object as [String: Any]:
+                for (name, child) in object {
+                    strings.append(name)
+                    walk(child)
+                }
+            case let array as [Any]: array.forEach(walk)
+            case let text as String: strings.append(text)
+            default: break
+            }
+        }
+        walk(try JSONSerialization.jsonObject(with: out))
+        return strings
+    }
+
+    static func digits(_ text: String) -> String {
+        String(String(text.unicodeScalars.map { NormalisedText.plain($0) }.map(Character.init))
+            .precomposedStringWithCompatibilityMapping.filter { $0.isASCII && $0.isNumber })
+    }
+
+    static func leaked(_ secrets: [String], in strings: [String], category: String) -> [String] {
+        secrets.filter { secret in
+            if strings.contains(where: { $0.contains(secret) }) { return true }
+            // A card or SSN is gone only if its digits are: not merely its separators changed.
+            let secretDigits = digits(secret)
+            guard category.hasPrefix("card") || category == "ssn", secretDigits.count >= 9 else { return false }
+            return strings.contains { digits($0).contains(secretDigits) }
+        }
+    }
+
+    @Test("nothing of the leak corpus leaves the process", arguments: leaks)
+    func leakCorpus(_ sample: Leak) throws {
+        let strings = try Self.sent(where: sample.where, key: sample.key, texts: [sample.text])
+        let left = Self.leaked(sample.secrets, in: strings, category: sample.category)
+        #expect(left.isEmpty, "left: \(left)")
+    }
+
+    @Test("secrets split over neighbouring breadcrumbs do not leave either", arguments: splits)
+    func splitCorpus(_ sample: Split) throws {
+        let strings = try Self.sent(where: "message", key: nil, texts: sample.breadcrumbs)
+        let left = Self.leaked(sample.secrets, in: strings, category: sample.category)
+        #expect(left.isEmpty, "left: \(left)")
+    }
+
+    @Test("the scanner alone, without the redactor, masks every leak", arguments: leaks)
+    func scannerAlone(_ sample: Leak) {
+        let scanner = LeakScanner()
+        let findings = sample.key.map { scanner.findings(in: sample.text, key: $0) } ?? scanner.findings(in: sample.text)
+        let (masked, _) = OutgoingCheck.maskText(sample.text, findings)
+        let left = Self.leaked(sample.secrets, in: [masked], category: sample.category)
+        #expect(left.isEmpty, "left: \(left) in \(masked)")
+    }
+
+    @Test("benign text comes through: ids, addresses, build-ids, hashes, symbols", arguments: benign)
+    func benignCorpus(_ sample: Benign) throws {
+        let strings = try Self.sent(where: sample.where, key: sample.key, texts: [sample.text])
+        for keep in sample.keep {
+            #expect(strings.contains { $0.contains(keep) }, "\(keep) lost: \(strings.filter { $0.count > 20 })")
+        }
+        if sample.partly != true {
+            #expect(LeakScanner().findings(in: sample.text).isEmpty, "\(LeakScanner().findings(in: sample.text))")
+        }
+    }
+
+    @Test("a clean body is sent byte for byte; a masked one is counted in the upload status")
+    func cleanBodyUntouched() throws {
+        let clean = Data(#"{"logs":[{"message":"GET /health 200 in 3 ms, request 5b97d1c2a0e34f6e0000000000000007"}]}"#.utf8)
+        #expect(OutgoingCheck.cleaned(clean, gzipped: false) == nil)
+        let before = OutgoingCheck.masked.withLock { $0["card", default: 0] }
+        let dirty = Data(#"{"logs":[{"message":"charge 4111 1111  1111 1111 declined"}]}"#.utf8)
+        let result = try #require(OutgoingCheck.cleaned(dirty, gzipped: false))
+        #expect(String(decoding: result.body, as: UTF8.self).contains("charge [REDACTED:card] declined"))
+        #expect(OutgoingCheck.masked.withLock { $0["card", default: 0] } >= before + 1)
+        // Lines of an envelope (Sentry, Logz.io) are read one by one; a line that is not JSON as text.
+        let envelope = Data("{\"event_id\":\"1\"}\nnot json: pw=hunter22\n{\"message\":\"ok\"}".utf8)
+        let cleanedEnvelope = String(decoding: try #require(OutgoingCheck.cleaned(envelope, gzipped: false)).body, as: UTF8.self)
+        #expect(cleanedEnvelope == "{\"event_id\":\"1\"}\nnot json: pw=[REDACTED:labelled-secret]\n{\"message\":\"ok\"}")
+    }
+}
+
+extension LeakCorpusTests {
+    /// Payloads as the pipeline builds them from the record corpus (breadcrumbs, keys, thread
+    /// names, fatal messages, modules), and seed 000's own example: nothing in them is a secret,
+    /// and the outgoing check must leave their bytes alone.
+    @Test("payloads of real records and seed 000's example pass the outgoing check untouched")
+    func realPayloadsUntouched() throws {
+        let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let corpus = tests.appendingPathComponent("CrashReportModelTests/Corpus")
+        var bodies: [(String, Data)] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted() where name.hasSuffix(".crash") {
+            guard let record = try? CrashRecord(data: Data(contentsOf: corpus.appendingPathComponent(name)), source: name) else { continue }
+            let report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
+                                     timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
+                                     fatalMessage: record.fatalMessage, crashedThread: .init(id: 1, name: "main", isMain: true, frames: []),
+                                     stack: nil, images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+            let payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
+            bodies.append((name, try payload.encoded()))
+        }
+        #expect(bodies.count >= 8)
+        bodies.append(("seed000-example-payload.json", try Data(contentsOf: tests.appendingPathComponent("CrashReportModelTests/Payloads/seed000-example-payload.json"))))
+        for (name, body) in bodies {
+            let result = OutgoingCheck.cleaned(body, gzipped: false)
+            #expect(result == nil, "\(name): \(result?.kinds ?? [])")
+        }
+    }
+}
