@@ -75,6 +75,7 @@ let package = Package(
 
         // Benchmarks print figures (tools/bench-*); none is a test.
         .executableTarget(name: "ContextBenchmark", dependencies: ["CrashReporting"], path: "Benchmarks/ContextBenchmark"),
+        .executableTarget(name: "PrivacyBenchmark", dependencies: ["CrashReporting", "CrashReportModel"], path: "Benchmarks/PrivacyBenchmark"),
         .executableTarget(
             name: "LogHandlerBenchmark",
             dependencies: ["CrashReporting", "CrashReportingLogging", .product(name: "Logging", package: "swift-log")],

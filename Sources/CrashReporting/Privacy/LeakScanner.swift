@@ -42,10 +42,14 @@ public struct LeakScanner: Sendable {
     /// that a label in the key counts, and as a whole, so that a password-shaped value under an
     /// innocent key ("note": "HyqGeflhD&VK9V494s") counts too. Ranges are in `value`.
     public func findings(in value: String, key: String) -> [Finding] {
+        findings(in: value, key: key, keyMayBeLabel: Self.mayBeLabel(key))
+    }
+
+    func findings(in value: String, key: String, keyMayBeLabel: Bool) -> [Finding] {
         guard !value.isEmpty else { return [] }
         let view = NormalisedText(value)
         var found: [(Kind, Range<Int>)]
-        if Self.mayBeLabel(key) {
+        if keyMayBeLabel {
             let labelled = NormalisedText(key + "=" + value)
             let offset = labelled.scalars.count - view.scalars.count
             found = spans(labelled.scalars).compactMap { kind, range -> (Kind, Range<Int>)? in
@@ -319,7 +323,7 @@ public struct LeakScanner: Sendable {
     static func isSeparator(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar {
         case " ", "\t", "\n", "\r", "\"", "'", "`", "=", ":", "&", ",", ";", "(", ")", "[", "]", "{", "}", "<", ">", "|", "\\", "?", "#", "!", "*": true
-        default: scalar.properties.isWhitespace
+        default: scalar.value >= 128 && scalar.properties.isWhitespace
         }
     }
 
@@ -525,10 +529,16 @@ public struct LeakScanner: Sendable {
         func isLocal(_ text: String) -> Bool {
             text.unicodeScalars.contains(where: isASCIILetter) && text.unicodeScalars.allSatisfy { isWordScalar($0) || $0 == "." || $0 == "_" || $0 == "-" || $0 == "+" }
         }
+        func isMarker(_ index: Int) -> Bool {
+            let range = tokens[index].range
+            if range.count == 1 { return s[range.lowerBound] == "@" }
+            return range.count == 2 && (s[range.lowerBound].value | 0x20) == 97 && (s[range.lowerBound + 1].value | 0x20) == 116
+        }
         var index = 0
         while index + 2 < tokens.count {
+            guard isMarker(index + 1) else { index += 1; continue }
             let marker = word(index + 1)
-            guard marker.lowercased() == "at" || marker == "@", isLocal(word(index)), isLocal(word(index + 2)) else { index += 1; continue }
+            guard isLocal(word(index)), isLocal(word(index + 2)) else { index += 1; continue }
             var last = index + 2
             var dots = 0
             while last + 1 < tokens.count {
@@ -588,6 +598,9 @@ public struct LeakScanner: Sendable {
         "smscode", "pin", "pincode", "ssn", "пароль", "パスワード", "密码", "密碼", "비밀번호",
     ]
 
+    /// Last words of labels of several words ("mot de passe", "2FA code", "client secret", "API key").
+    static let multiWordEnds: Set<String> = ["passe", "code", "number", "secret", "key", "token", "senha", "id"]
+
     /// Lower case, accents removed, letters (of any script) and digits only.
     static func fold(_ text: some StringProtocol) -> String {
         String(String(text).folding(options: [.diacriticInsensitive, .caseInsensitive], locale: nil).unicodeScalars
@@ -617,9 +630,17 @@ public struct LeakScanner: Sendable {
             if tokens[index].range.lowerBound > 0, s[tokens[index].range.lowerBound - 1] == "[" { continue }
             // Labels are short words: most words are not one.
             guard tokens[index].range.count <= 40 else { continue }
-            // The label: this word, or it with the one or two before it ("mot de passe", "2FA code").
+            // What stands between this word and the next must be able to separate a label from a
+            // value: ":" or "=" (with quotes and spaces), or spaces alone (bare labels, "--flag value").
+            let between = s[tokens[index].range.upperBound..<tokens[index + 1].range.lowerBound]
+            let labelGap = between.count <= 6 && (between.contains(":") || between.contains("=")
+                || (!between.isEmpty && between.allSatisfy { $0 == " " } && tokens[index].range.count <= 24))
+            guard labelGap else { continue }
+            // The label: this word, or it with the one or two before it ("mot de passe", "2FA code"):
+            // wider only when this word ends a label of several words.
             var label: String?
-            for width in 1...3 where index - width + 1 >= 0 {
+            let widest = multiWordEnds.contains(folded(index)) ? 3 : 1
+            for width in 1...widest where index - width + 1 >= 0 {
                 let folded = ((index - width + 1)...index).map(folded).joined()
                 if secretLabels.contains(folded) || bareLabels.contains(folded) { label = folded; break }
                 // "db_password", "X-Api-Key", "user.password": a label word at the end of a key.
@@ -647,7 +668,8 @@ public struct LeakScanner: Sendable {
                 // Unquoted: to the next space or field separator, punctuation included ("hunter!2").
                 var cursor = value.lowerBound
                 while cursor < s.count, cursor - value.lowerBound < 256,
-                      !["\"", "'", "&", ",", ";", "<", ">"].contains(s[cursor]), !s[cursor].properties.isWhitespace { cursor += 1 }
+                      !["\"", "'", "&", ",", ";", "<", ">", " ", "\t", "\n", "\r"].contains(s[cursor]),
+                      s[cursor].value < 128 || !s[cursor].properties.isWhitespace { cursor += 1 }
                 end = max(value.upperBound, cursor)
             }
             let scalars = s[value.lowerBound..<end]

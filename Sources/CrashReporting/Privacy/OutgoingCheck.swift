@@ -4,6 +4,7 @@
 // outside machine fields goes through `LeakScanner`, and what it finds is masked before sending:
 // the report still arrives, the secret does not. A clean body leaves untouched, byte for byte.
 import Foundation
+import Glibc
 import Synchronization
 
 enum OutgoingCheck {
@@ -36,7 +37,18 @@ enum OutgoingCheck {
         }
         var kinds: [String] = []
         let scanner = MemoScanner(scanner)
-        var lines = plain.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        var lines: [Data.SubSequence] = []
+        var lineStart = plain.startIndex
+        plain.withUnsafeBytes { bytes in
+            var offset = 0
+            while let found = memchr(bytes.baseAddress! + offset, 0x0A, bytes.count - offset) {
+                let end = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                lines.append(plain[lineStart..<(plain.startIndex + end)])
+                lineStart = plain.startIndex + end + 1
+                offset = end + 1
+            }
+        }
+        lines.append(plain[lineStart...])
         var changed = false
         for index in lines.indices where !lines[index].isEmpty {
             let line = Data(lines[index])
@@ -153,13 +165,21 @@ enum OutgoingCheck {
 private final class MemoScanner {
     let scanner: LeakScanner
     private var clean: Set<String> = []
+    private var labelKeys: [String: Bool] = [:]
 
     init(_ scanner: LeakScanner) { self.scanner = scanner }
 
     func findings(in text: String, key: String?) -> [LeakScanner.Finding] {
         let memoKey = key.map { $0 + "\u{0}" + text } ?? text
         if clean.contains(memoKey) { return [] }
-        let found = key.map { scanner.findings(in: text, key: $0) } ?? scanner.findings(in: text)
+        let found: [LeakScanner.Finding]
+        if let key {
+            let mayBeLabel = labelKeys[key] ?? LeakScanner.mayBeLabel(key)
+            labelKeys[key] = mayBeLabel
+            found = scanner.findings(in: text, key: key, keyMayBeLabel: mayBeLabel)
+        } else {
+            found = scanner.findings(in: text)
+        }
         if found.isEmpty, clean.count < 100_000 { clean.insert(memoKey) }
         return found
     }

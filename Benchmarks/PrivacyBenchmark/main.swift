@@ -1,0 +1,76 @@
+// What privacy costs an upload pass, off the app's threads: seed 000's redaction of a payload of
+// 500 breadcrumbs (with metadata) and a 64 KiB API body, then the outgoing check (LeakScanner)
+// over the gzip'd body the destination sends, beside encoding + gzip alone (the baseline every
+// upload pays), in the same run. Prints medians and ratios; not a test.
+// Usage: PrivacyBenchmark [rounds]
+import CrashReportModel
+@_spi(Benchmarks) import CrashReporting
+import Foundation
+
+let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 15 : 15
+
+let host = HostMetadata(device_model: "x86_64", device_identifier: "5f1c0e2a9b7d", ios_version: "Debian 12", locale: "C.UTF-8",
+                        timezone: "UTC", is_simulator: false, available_storage_mb: 1024, total_memory_mb: 24_000)
+let app = AppMetadata(app_name: "orders", app_version: "2.4.1", build_number: "241", bundle_id: "com.example.orders", environment: "production")
+let routes = ["/v1/orders/:id", "/v1/users/:id/cart", "/health", "/v1/checkout", "/v1/search"]
+
+func makePayload() -> DiagnosticsPayload {
+    var payload = DiagnosticsPayload(
+        test_run_id: "6f1f6c1e-3f7b-4c1a-9d1e-6a0e2b7c9d10", app_metadata: app, device_metadata: host,
+        timestamp_collected: "2026-11-26T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+    for index in 0..<500 {
+        let route = routes[index % routes.count]
+        let message: String
+        switch index % 5 {
+        case 0: message = "GET \(route) 200 in \(index % 17 + 2) ms"
+        case 1: message = "cache miss for order \(100_000 + index) (region eu-west-1), fetching from 10.0.3.\(index % 250)"
+        case 2: message = "user 018f3c1e-\(String(format: "%04x", index))-7abc-9def-0123456789ab opened cart with \(index % 9) items"
+        case 3: message = "retrying payment provider call, attempt \(index % 3 + 1) of 3, backoff \(index % 700) ms"
+        default: message = "Fatal error would be: Index out of range in OrderService.total(for:) at Sources/App/Orders.swift:\(index % 300)"
+        }
+        payload.logs.append(.init(timestamp: "2026-11-26T00:00:\(String(format: "%02d", index % 60)).000Z", level: "info", tag: "http",
+                                  message: message,
+                                  metadata: ["hb.request.id": .string(String(format: "%032x", index * 7919)), "route": .string(route),
+                                             "status": .int(200)]))
+    }
+    // A 64 KiB API body (JSON order lines), as network logging records it.
+    var body = "{\"orders\":["
+    var line = 0
+    while body.utf8.count < 64 * 1024 {
+        body += "{\"sku\":\"SKU-\(line)\",\"quantity\":\(line % 5 + 1),\"price\":\"\(line % 90).99\",\"note\":\"gift wrap, deliver after 6pm\"},"
+        line += 1
+    }
+    body += "{}]}"
+    payload.custom_data["last_request_body"] = .string(body)
+    return payload
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+func ms(_ duration: Duration) -> Double { Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1e3 }
+
+let clock = ContinuousClock()
+var encodeGzip: [Double] = [], redaction: [Double] = [], check: [Double] = [], bodyOnly: [Double] = []
+var masked = 0
+for _ in 0..<rounds {
+    var payload = makePayload()
+    let baseline = clock.measure { _ = try? Gzip.compress(payload.encoded()) }
+    if case .string(let text)? = payload.custom_data["last_request_body"] {
+        bodyOnly.append(ms(clock.measure { _ = Redactor.seed000.redact(text) }))
+    }
+    let redact = clock.measure { Redactor.seed000.apply(to: &payload) }
+    let body = try Gzip.compress(payload.encoded())
+    var result: (body: Data, kinds: [String])?
+    let scan = clock.measure { result = LeakScanner.cleanedBody(body, gzipped: true) }
+    masked = result?.kinds.count ?? 0
+    encodeGzip.append(ms(baseline))
+    redaction.append(ms(redact))
+    check.append(ms(scan))
+}
+let total = median(redaction) + median(check)
+print("payload: 500 breadcrumbs with metadata + a 64 KiB API body; \(rounds) rounds, medians")
+print(String(format: "encode + gzip (baseline)           %8.2f ms", median(encodeGzip)))
+print(String(format: "seed 000 redaction                 %8.2f ms  (%.1fx baseline)", median(redaction), median(redaction) / median(encodeGzip)))
+print(String(format: "  of which the 64 KiB body alone     %8.2f ms", median(bodyOnly)))
+print(String(format: "outgoing check (gunzip, scan)      %8.2f ms  (%.1fx baseline)", median(check), median(check) / median(encodeGzip)))
+print(String(format: "redaction + check                  %8.2f ms  (target <= 5 ms)", total))
+print("findings the outgoing check masked in the redacted payload: \(masked)")
