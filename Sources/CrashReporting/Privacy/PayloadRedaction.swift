@@ -3,6 +3,7 @@
 // token to any pattern and rewriting one would make the report useless).
 import CrashReportModel
 import Foundation
+import Glibc
 
 enum PayloadRedaction {
     /// Subtrees the verifier skips: what the handler and symbolication wrote (addresses,
@@ -31,8 +32,10 @@ enum PayloadRedaction {
     static func isSensitiveKey(_ key: String) -> Bool {
         let folded = String(key.lowercased().filter { $0.isLetter || $0.isNumber })
         if ["lat", "lng", "lon", "gps", "location", "child", "parent", "teacher", "name", "ip", "ipaddress"].contains(folded) { return true }
-        return sensitiveKeyWords.contains { folded.contains($0) }
+        // strstr, not Foundation's `contains` (a locale-aware search per word, the pass's main cost once).
+        return folded.withCString { text in sensitiveKeyWordsC.contains { word in word.withUnsafeBufferPointer { strstr(text, $0.baseAddress!) != nil } } }
     }
+    private static let sensitiveKeyWordsC: [[CChar]] = sensitiveKeyWords.map { Array($0.utf8CString) }
 
     /// Keys whose values join a report to a server's logs and traces: a request id (Hummingbird's
     /// `hb.request.id`, 32 hex digits, reads like a token to the patterns), a trace or span id.
