@@ -32,6 +32,9 @@ extension CrashReporter {
         public var token: String?
         /// Replaces the HTTP collector by these destinations (a record is done when all have it).
         public var transports: [any DiagnosticsTransport]?
+        /// What the collector's requests (diagnostics, api_logs, beacons) go out with; nil:
+        /// URLSession. Destinations in `transports` carry their own (`client`).
+        public var httpClient: (any HTTPClient)?
         /// Per request, including the connection.
         public var requestTimeout: Duration = .seconds(15)
         /// Tries per record per launch for failures worth retrying (5xx, time-outs, refused).

@@ -79,7 +79,7 @@ extension Uploader {
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         }
         request.httpBody = body
-        return HTTPTransport.outcome(HTTPExchange.send(request, timeout: settings.requestTimeout))
+        return HTTPTransport.outcome(HTTPExchange.send(request, timeout: settings.requestTimeout, client: settings.httpClient ?? URLSessionHTTPClient()))
     }
 
     private func redactedURL(_ text: String, _ memo: RedactionMemo) -> String {

@@ -16,6 +16,8 @@ public struct LogzioTransport: DiagnosticsTransport {
     /// Logz.io's log type, which selects its parsing.
     public var type: String
     public var timeout: Duration
+    /// What the request goes out with (URLSession by default).
+    public var client: any HTTPClient = URLSessionHTTPClient()
     public var name: String { "elk \(url.host ?? url.absoluteString)" }
 
     public init(url: URL = URL(string: "https://listener.logz.io:8071")!, token: String, type: String = "swift-crash-reporting",
@@ -44,7 +46,7 @@ public struct LogzioTransport: DiagnosticsTransport {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
         request.httpBody = body
-        return HTTPTransport.outcome(HTTPExchange.send(request, timeout: timeout))
+        return HTTPTransport.outcome(HTTPExchange.send(request, timeout: timeout, client: client))
     }
 
     /// One seed 004 document per report in the payload.

@@ -39,6 +39,8 @@ public struct SentryTransport: DiagnosticsTransport {
 
     public var dsn: DSN
     public var timeout: Duration
+    /// What the request goes out with (URLSession by default).
+    public var client: any HTTPClient = URLSessionHTTPClient()
     public var name: String { "sentry \(dsn.base.absoluteString) project \(dsn.projectID)" }
 
     public init(dsn: DSN, timeout: Duration = .seconds(15)) {
@@ -65,7 +67,7 @@ public struct SentryTransport: DiagnosticsTransport {
         request.setValue("Sentry sentry_version=7, sentry_key=\(dsn.publicKey), sentry_client=swift-crash-reporting/\(CrashReporter.version)",
                          forHTTPHeaderField: "X-Sentry-Auth")
         request.httpBody = body
-        return Self.outcome(HTTPExchange.send(request, timeout: timeout), eventID: eventID)
+        return Self.outcome(HTTPExchange.send(request, timeout: timeout, client: client), eventID: eventID)
     }
 
     /// 32 lower-case hex digits: the record id without its dashes.

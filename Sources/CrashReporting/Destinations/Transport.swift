@@ -47,6 +47,8 @@ public struct HTTPTransport: DiagnosticsTransport {
     public var endpoint: URL
     public var token: String?
     public var timeout: Duration
+    /// What the request goes out with (URLSession by default).
+    public var client: any HTTPClient = URLSessionHTTPClient()
     public var name: String { "collector \(endpoint.absoluteString)" }
 
     public init(endpoint: URL, token: String?, timeout: Duration = .seconds(15)) {
@@ -66,7 +68,7 @@ public struct HTTPTransport: DiagnosticsTransport {
         request.setValue(upload.idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
         request.setValue("swift-crash-reporting/\(CrashReporter.version)", forHTTPHeaderField: "User-Agent")
         request.httpBody = upload.body
-        let answer = HTTPExchange.send(request, timeout: timeout)
+        let answer = HTTPExchange.send(request, timeout: timeout, client: client)
         return Self.outcome(answer)
     }
 
@@ -114,19 +116,10 @@ public struct HTTPTransport: DiagnosticsTransport {
     }
 }
 
-/// A synchronous request on the caller's thread, through URLSession, with a hard deadline.
-///
-/// Redirects are never followed: a 3xx is the answer (Linux URLSession follows a 307 for a POST
-/// and sends the Authorization header to whatever host the Location names, so a redirect could
-/// hand the token and the report to another host, whose 2xx would then delete the record). The
-/// delegate is only asked when a task has no completion handler, hence the delegate-based tasks.
-/// Upload tasks, because only they report `didSendBodyData`: the evidence that a connection was
-/// made and the body went out (`Attempt.bodySent`, see Uploader's interruption rule).
+/// How a destination's request leaves: the outgoing check on its body (Privacy/OutgoingCheck.swift),
+/// then the destination's `HTTPClient`, with the pipeline's "body sent" callback for this thread.
 enum HTTPExchange {
-    enum Answer: Sendable {
-        case response(status: Int, headers: [String: String], body: Data)
-        case failed(String)
-    }
+    typealias Answer = HTTPAnswer
 
     /// What the pipeline wants to hear about the exchange in progress on this thread: called once,
     /// on URLSession's delegate queue, when the first bytes of the body were sent. Per thread (the
@@ -163,115 +156,19 @@ enum HTTPExchange {
         }
     }
 
-    private final class Exchange: @unchecked Sendable {
-        var response: HTTPURLResponse?
-        var body = Data()
-        var error: (any Error)?
-        var bodySent: (@Sendable () -> Void)?
-        let done = DispatchSemaphore(value: 0)
-    }
-
-    /// The session's delegate: one per session, exchanges by task identifier.
-    private final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        let exchanges = Mutex<[Int: Exchange]>([:])
-
-        func exchange(_ task: URLSessionTask) -> Exchange? {
-            exchanges.withLock { $0[task.taskIdentifier] }
-        }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-            completionHandler(nil)   // the 3xx is the answer
-        }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
-                        totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
-            guard let exchange = exchange(task) else { return }
-            // Called under the lock: once `send` has cleared it (a time-out), it never runs late,
-            // after the pipeline has marked the attempt as over.
-            exchanges.withLock { _ in
-                exchange.bodySent?()
-                exchange.bodySent = nil
-            }
-        }
-
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-            if let exchange = exchange(dataTask) { exchanges.withLock { _ in exchange.response = response as? HTTPURLResponse } }
-            completionHandler(.allow)
-        }
-
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            if let exchange = exchange(dataTask) { exchanges.withLock { _ in exchange.body.append(data) } }
-        }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-            exchanges.withLock { _ in
-                exchange.error = error
-                if exchange.response == nil { exchange.response = task.response as? HTTPURLResponse }
-            }
-            exchange.done.signal()
-        }
-    }
-
-    /// One session per time-out: on Linux, URLRequest.timeoutInterval is ignored; only the
-    /// session configuration's timeoutIntervalForRequest is honoured (measured).
-    private static let sessions = Mutex<[Duration: (URLSession, Delegate)]>([:])
-
-    private static func session(timeout: Duration) -> (URLSession, Delegate) {
-        sessions.withLock { sessions in
-            if let session = sessions[timeout] { return session }
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.httpCookieStorage = nil
-            configuration.urlCache = nil
-            configuration.timeoutIntervalForRequest = seconds(timeout)
-            configuration.timeoutIntervalForResource = seconds(timeout) * 2
-            let delegate = Delegate()
-            // Serial: didSendBodyData is over before didCompleteWithError signals the caller.
-            let queue = OperationQueue()
-            queue.maxConcurrentOperationCount = 1
-            let session = (URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue), delegate)
-            sessions[timeout] = session
-            return session
-        }
-    }
-
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    static func send(_ request: URLRequest, timeout: Duration) -> Answer {
-        let (session, delegate) = session(timeout: timeout)
-        var request = request
-        var body = request.httpBody ?? Data()
-        request.httpBody = nil
-        // The last look at what leaves the process (Privacy/OutgoingCheck.swift).
-        if let cleaned = OutgoingCheck.cleaned(body, gzipped: request.value(forHTTPHeaderField: "Content-Encoding") == "gzip") {
-            body = cleaned.body
+    static func send(_ request: URLRequest, timeout: Duration, client: any HTTPClient) -> Answer {
+        guard let url = request.url else { return .failed("a request without a URL") }
+        var outgoing = HTTPRequest(url: url, method: request.httpMethod ?? "GET", headers: request.allHTTPHeaderFields ?? [:],
+                                   body: request.httpBody ?? Data())
+        // The last look at what leaves the process.
+        let gzipped = outgoing.headers.first { $0.key.lowercased() == "content-encoding" }?.value == "gzip"
+        if let cleaned = OutgoingCheck.cleaned(outgoing.body, gzipped: gzipped) {
+            outgoing.body = cleaned.body
         }
-        let task = session.uploadTask(with: request, from: body)
-        let exchange = Exchange()
-        exchange.bodySent = Attempt.bodySent
-        delegate.exchanges.withLock { $0[task.taskIdentifier] = exchange }
-        task.resume()
-        // URLSession's own timeout covers idle time; this bounds the whole exchange.
-        if exchange.done.wait(timeout: .now() + seconds(timeout) * 2 + 1) == .timedOut {
-            task.cancel()
-            _ = exchange.done.wait(timeout: .now() + 1)
-            delegate.exchanges.withLock {
-                $0[task.taskIdentifier] = nil
-                exchange.bodySent = nil
-            }
-            return .failed("timed out after \(timeout)")
-        }
-        return delegate.exchanges.withLock { _ -> Answer in
-            if let response = exchange.response {
-                var headers: [String: String] = [:]
-                for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
-                return .response(status: response.statusCode, headers: headers, body: exchange.body)
-            }
-            return .failed(exchange.error.map { ($0 as NSError).localizedDescription } ?? "no response")
-        }
+        return client.send(outgoing, timeout: timeout, bodySent: Attempt.bodySent)
     }
 }

@@ -77,6 +77,14 @@ struct SenderConfiguration: Codable, Equatable {
                      collector: (endpoint: URL, token: String?)?) throws -> SenderConfiguration {
         let upload = configuration.upload
         var destinations: [Destination] = []
+        // The crash-sender sends with URLSession: a client of the app's own cannot travel to it.
+        let clients: [any HTTPClient] = [upload.httpClient].compactMap { $0 } + (upload.transports ?? []).compactMap { transport in
+            (transport as? HTTPTransport)?.client ?? (transport as? SentryTransport)?.client ?? (transport as? LogzioTransport)?.client
+        }
+        if let own = clients.first(where: { !($0 is URLSessionHTTPClient) }) {
+            throw NotCarriable(description: "delivery at crash time cannot carry the HTTP client \(type(of: own)): "
+                               + "the crash-sender sends with URLSession")
+        }
         if let transports = upload.transports {
             for transport in transports {
                 switch transport {

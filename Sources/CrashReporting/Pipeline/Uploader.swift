@@ -153,7 +153,9 @@ final class Uploader: Sendable {
             if first { CrashReporter.warn("no upload endpoint configured (Configuration.upload.endpoint, CRASH_REPORTING_ENDPOINT or a connect URL); using http://localhost:9090") }
         }
         let token = settings.token ?? getenv("CRASH_REPORTING_TOKEN").map { String(cString: $0) }
-        return [HTTPTransport(endpoint: endpoint.url, token: token, timeout: settings.requestTimeout)]
+        var transport = HTTPTransport(endpoint: endpoint.url, token: token, timeout: settings.requestTimeout)
+        if let client = settings.httpClient { transport.client = client }
+        return [transport]
     }
 
     // MARK: The loop
@@ -387,12 +389,10 @@ final class Uploader: Sendable {
         }
         let report = symbolicator.symbolicate(record)
         var payload = builder.payload(record: record, report: report)
-        PayloadLimits.apply(&payload)   // first: no time spent redacting what is cut anyway
-        memo.redactor.apply(to: &payload, redact: memo.redact)
-        PayloadLimits.apply(&payload)   // again: a replacement can be longer than what it replaced
-        let findings = memo.findings(in: payload)
-        if !findings.isEmpty {
-            quarantine(name, reason: "redaction check failed, not sent: " + findings.prefix(5).map { "\($0)" }.joined(separator: "; "))
+        do {
+            try PayloadStages.run(PayloadStages.standard(memo: memo), on: &payload)   // Pipeline/PayloadStages.swift
+        } catch {
+            quarantine(name, reason: error.reason)
             return true
         }
 
