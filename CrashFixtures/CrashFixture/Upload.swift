@@ -67,6 +67,7 @@ func statusLine() -> String {
     return "delivered=\(status.delivered) quarantined=\(status.quarantined) dropped=\(status.dropped) unsent=\(CrashReporter.checkForUnsentReports())"
         + " crashed_before=\(CrashReporter.didCrashDuringPreviousExecution)"
         + " config_error=\(status.configurationError == nil ? "none" : "yes") unreachable=\(status.unreachable == nil ? "no" : "yes")"
+        + " masked=\(status.leaksMasked.isEmpty ? "none" : status.leaksMasked.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","))"
         + " failure=\(status.lastFailure ?? "none")"
 }
 

@@ -337,6 +337,10 @@ case .loaderLockHeld:
     level1(fixture)
 case .contextThenCrash:
     setContext(breadcrumbs: 1000)
+    // tools/e2e-collector: breadcrumbs with secrets the redactor's patterns miss (one per line).
+    for line in (ProcessInfo.processInfo.environment["CRASH_FIXTURE_EXTRA_BREADCRUMBS"] ?? "").split(separator: "\n") {
+        CrashReporter.log(String(line))
+    }
     level1(fixture)
 case .namedThreadsThenCrash:
     startNamedThreads()
