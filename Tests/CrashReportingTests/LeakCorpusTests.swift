@@ -71,9 +71,8 @@ struct LeakCorpusTests {
 
     // MARK: the way out
 
-    static let host = HostMetadata(device_model: "test", device_identifier: "abcd1234", ios_version: "Debian 12", locale: "C",
-                                   timezone: "UTC", is_simulator: false, available_storage_mb: 1, total_memory_mb: 1)
-    static let app = AppMetadata(app_name: "app", app_version: "1.0", build_number: "1", bundle_id: "com.example.app", environment: "test")
+    static let host = PipelineUnitTests.host
+    static let app = PipelineUnitTests.app
 
     /// Every string (keys too) of the body that would be sent with `text` placed where the sample
     /// says: redacted by the seed 000 redactor as the pipeline does, then through the outgoing check.
