@@ -215,3 +215,72 @@ extension LeakCorpusTests {
         }
     }
 }
+
+/// What a review of the scanner found (2026-11-26), each kept as a case.
+@Suite("Leak scanner: review cases")
+struct LeakScannerReviewTests {
+    static func masked(_ text: String, key: String? = nil) -> String {
+        let scanner = LeakScanner()
+        return OutgoingCheck.maskText(text, key.map { scanner.findings(in: text, key: $0) } ?? scanner.findings(in: text)).0
+    }
+
+    @Test("ordinary server text is left alone", arguments: [
+        "Connection failed at startup. Retrying in 5s",
+        "score=0.4221165755827173",
+        "values 0.43788759365057206 and 0.5564543226524334",
+        "order 00123456789 not found",
+        "Tests pass: 12/12",
+        "pin 3 threads to cores",
+        "pwd /srv/app",
+        "expected '-----END PRIVATE KEY-----' but found EOF at line 3",
+    ])
+    func benign(_ text: String) {
+        #expect(Self.masked(text) == text)
+    }
+
+    @Test("a type name under a key is not a password")
+    func typeName() {
+        #expect(Self.masked("HTTP2ToHTTP1ServerCodec", key: "handler") == "HTTP2ToHTTP1ServerCodec")
+        #expect(Self.masked("hv8UIxsA057#LKB?kDdkm7c?", key: "note") == "[REDACTED:high-entropy]")
+    }
+
+    @Test("a private key's body goes, the text after its END line stays")
+    func privateKeyEnd() {
+        let text = "-----BEGIN PRIVATE KEY-----\nMIIBVgIBADANBgkqhkiG9w0BAQEFAASCAUAwggE8AgEAAkEA\n-----END PRIVATE KEY-----\nfailed to load TLS config"
+        let out = Self.masked(text)
+        #expect(!out.contains("MIIBVgIBADAN") && out.hasSuffix("-----END PRIVATE KEY-----\nfailed to load TLS config"), "\(out)")
+    }
+
+    @Test("the token after Authorization: Bearer is masked, hex or not")
+    func bearer() {
+        #expect(Self.masked("Authorization: Bearer 0123456789abcdef0123456789abcdef") == "Authorization: Bearer [REDACTED:labelled-secret]")
+    }
+
+    @Test("a number under a key is read too; booleans and counts are not")
+    func numbers() throws {
+        let body = Data(#"{"custom_data":{"card":4111111111111111,"retries":3,"ok":true}}"#.utf8)
+        let out = try #require(OutgoingCheck.cleaned(body, gzipped: false))
+        let object = try #require(try JSONSerialization.jsonObject(with: out.body) as? [String: Any])
+        let custom = try #require(object["custom_data"] as? [String: Any])
+        #expect(custom["card"] as? String == "[REDACTED:card]")
+        #expect((custom["retries"] as? NSNumber)?.intValue == 3)
+    }
+
+    @Test("a masked Sentry envelope item keeps a true length in its header")
+    func envelopeLength() throws {
+        let payload = #"{"message":"reach jane.doe@example.com"}"#
+        let envelope = "{\"event_id\":\"1\"}\n{\"type\":\"event\",\"length\":\(payload.utf8.count)}\n\(payload)\n"
+        let out = String(decoding: try #require(OutgoingCheck.cleaned(Data(envelope.utf8), gzipped: false)).body, as: UTF8.self)
+        let lines = out.split(separator: "\n", omittingEmptySubsequences: false)
+        let header = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect(!lines[2].contains("jane.doe") && (header["length"] as? Int) == lines[2].utf8.count, "\(out)")
+    }
+
+    @Test("hostile input gets work in proportion: 200 KB of emails, of '001 ' and of digits")
+    func hostile() {
+        let emails = String(repeating: "a@b.co ", count: 30_000)
+        #expect(LeakScanner().findings(in: emails).count == 30_000)
+        #expect(LeakScanner().findings(in: String(repeating: " 001", count: 50_000)).isEmpty)
+        #expect(LeakScanner().findings(in: String(repeating: "1234 ", count: 40_000)).count <= 40_000)
+    }
+}

@@ -98,7 +98,8 @@ public struct LeakScanner: Sendable {
                 var kind: Kind?
                 if Self.isJWT(joined) || Self.isJWT(dotted) {
                     kind = .jwt
-                } else if pieces.allSatisfy({ $0.allSatisfy(Self.isDigit) }), Self.isCardNumber(joined.map { Int($0.value) - 48 }) {
+                } else if count == 2, pieces.allSatisfy({ (4...12).contains($0.count) && $0.allSatisfy(Self.isDigit) }),
+                          Self.isCardNumber(joined.map { Int($0.value) - 48 }) {
                     kind = .card
                 }
                 guard let kind else { continue }
@@ -157,10 +158,16 @@ public struct LeakScanner: Sendable {
             if end >= s.count || !isWordScalar(s[end]) {
                 let digits = groups.map { s[$0.start..<$0.end].map { Int($0.value) - 48 } }
                 search: for first in groups.indices {
+                    // A card starts the run or follows a space: "0.4221165755827173" is a fraction.
+                    if first > 0, s[groups[first].start - 1] != " " { continue }
                     var collected: [Int] = []
+                    var dotted = false
                     for last in first..<groups.count {
                         collected += digits[last]
+                        if last > first, s[groups[last - 1].end..<groups[last].start].contains(".") { dotted = true }
                         if collected.count > 19 { break }
+                        // Dots separate card groups ("4111.1111.1111.1111"), not a number's fraction.
+                        if dotted, !(last - first >= 2 && groups[first...last].allSatisfy({ (3...6).contains($0.end - $0.start) })) { continue }
                         if collected.count >= 13, isCardNumber(collected) {
                             spans.append((.card, groups[first].start..<groups[last].end))
                             break search
@@ -242,7 +249,7 @@ public struct LeakScanner: Sendable {
             }
             guard start == 0 || !(isWordScalar(s[start - 1]) || s[start - 1] == "." || s[start - 1] == "-") else { index += 1; continue }
             var digits = 0, groups = 0, end = cursor
-            while cursor < s.count {
+            while cursor < s.count, digits <= 15 {
                 if isDigit(s[cursor]) {
                     let groupStart = cursor
                     while cursor < s.count, isDigit(s[cursor]) { cursor += 1 }
@@ -266,11 +273,15 @@ public struct LeakScanner: Sendable {
                     break
                 }
             }
-            if (9...15).contains(digits), groups >= 1, end == s.count || !isWordScalar(s[end]) {
+            // "00" and a number with no space or dash in it is as often a zero-padded id ("00123456789").
+            let grouped = s[index] == "+" || groups >= 2
+            if (9...15).contains(digits), grouped, end == s.count || !isWordScalar(s[end]) {
                 spans.append((.phone, start..<end))
                 index = end
             } else {
-                index += 1
+                // Nothing inside the run can start a number (each position follows a digit or a space
+                // within it): go on after it, so a long run is read once.
+                index = max(index + 1, end)
             }
         }
     }
@@ -301,16 +312,25 @@ public struct LeakScanner: Sendable {
 
     /// The body of a PEM private key, to its END line or to the end of the text.
     private static func privateKeys(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        let begin = Array("-----BEGIN ".unicodeScalars)
         let marker = Array("PRIVATE KEY-----".unicodeScalars)
         let endMarker = Array("-----END".unicodeScalars)
+        func matches(_ pattern: [Unicode.Scalar], at position: Int) -> Bool {
+            position + pattern.count <= s.count && s[position..<(position + pattern.count)].elementsEqual(pattern)
+        }
         var index = 0
-        while index + marker.count <= s.count {
-            guard s[index..<(index + marker.count)].elementsEqual(marker) else { index += 1; continue }
-            let bodyStart = index + marker.count
+        while index + begin.count <= s.count {
+            guard matches(begin, at: index) else { index += 1; continue }
+            // "-----BEGIN [RSA |EC |OPENSSH |ENCRYPTED ]PRIVATE KEY-----" on one line.
+            var labelEnd = index + begin.count
+            while labelEnd < s.count, labelEnd - index < 48, s[labelEnd] != "\n", !matches(marker, at: labelEnd) { labelEnd += 1 }
+            guard matches(marker, at: labelEnd) else { index += begin.count; continue }
+            let bodyStart = labelEnd + marker.count
             var end = bodyStart
-            while end < s.count, !(end + endMarker.count <= s.count && s[end..<(end + endMarker.count)].elementsEqual(endMarker)) { end += 1 }
+            while end < s.count, !matches(endMarker, at: end) { end += 1 }
             if end > bodyStart { spans.append((.privateKey, bodyStart..<end)) }
-            index = end + 1
+            // On after the END line's marker, so that its "PRIVATE KEY-----" starts nothing.
+            index = end + endMarker.count
         }
     }
 
@@ -381,13 +401,13 @@ public struct LeakScanner: Sendable {
     static let providerPrefixScalars = providerPrefixes.map { (Array($0.prefix.unicodeScalars), $0.minRest, $0.charset) }
 
     static func shape(of word: [Unicode.Scalar]) -> Kind? {
+        if word.count >= 5, word.contains("@"), isEmail(word) { return .email }   // "jo@x.io" is short
         guard word.count >= 8 else { return nil }
         for (prefix, minRest, charset) in providerPrefixScalars where word.count >= prefix.count + minRest && word.starts(with: prefix) {
             if word.dropFirst(prefix.count).allSatisfy(charset.contains) { return .providerKey }
         }
         if word.count >= 10, word.contains("."), isJWT(word) { return .jwt }
         if word.count >= 10, word[0] == "e", word.contains("y"), isJWTPiece(word) { return .jwt }
-        if word.contains("@"), isEmail(word) { return .email }
         for part in word.split(separator: ".") {
             if isHighEntropy(Array(part)) { return .highEntropy }
             // A token in a URL path ("/share/<token>"): each segment on its own.
@@ -512,7 +532,8 @@ public struct LeakScanner: Sendable {
             if !(isASCIILetter(scalar) && scalar.value >= 97), run > 0 { lowerRuns.append(run); run = 0 }
         }
         if run > 0 { lowerRuns.append(run) }
-        guard upper >= 1, lower >= 1, digits >= 1, symbols > 0 || word.count >= 16, caseChanges >= 3 else { return false }
+        // Without a symbol, only `isHighEntropy` (above) decides: type names ("HTTP2ToHTTP1ServerCodec") are alphanumeric too.
+        guard upper >= 1, lower >= 1, digits >= 1, symbols > 0, caseChanges >= 3 else { return false }
         let meanRun = Double(lowerRuns.reduce(0, +)) / Double(max(1, lowerRuns.count))
         return meanRun <= 3.0 && (lowerRuns.max() ?? 0) <= 6
     }
@@ -544,7 +565,9 @@ public struct LeakScanner: Sendable {
             while last + 1 < tokens.count {
                 // "dot" as a word, or a "." standing alone between spaces ("example . co.uk").
                 let gap = s[tokens[last].range.upperBound..<tokens[last + 1].range.lowerBound]
-                if gap.contains("."), gap.allSatisfy({ $0 == " " || $0 == "." }), isLocal(word(last + 1)) {
+                // " . " between spaces, not a sentence's end ("failed at startup. Retrying").
+                if gap.count >= 3, gap.first == " ", gap.last == " ", gap.filter({ $0 == "." }).count == 1,
+                   gap.allSatisfy({ $0 == " " || $0 == "." }), isLocal(word(last + 1)) {
                     last += 1
                     dots += 1
                 } else if last + 2 < tokens.count, word(last + 1).lowercased() == "dot", isLocal(word(last + 2)) {
@@ -594,8 +617,8 @@ public struct LeakScanner: Sendable {
     /// Labels that stand before a secret without ":" or "=" ("passwd Tr0ub4dor#3", "2FA code 300725"),
     /// when the value has a digit or a symbol.
     static let bareLabels: Set<String> = [
-        "password", "passwd", "passwort", "passphrase", "pwd", "2facode", "mfacode", "otpcode", "otp", "verificationcode",
-        "smscode", "pin", "pincode", "ssn", "пароль", "パスワード", "密码", "密碼", "비밀번호",
+        "password", "passwd", "passwort", "passphrase", "2facode", "mfacode", "otpcode", "otp", "verificationcode",
+        "smscode", "ssn", "пароль", "パスワード", "密码", "密碼", "비밀번호",
     ]
 
     /// Last words of labels of several words ("mot de passe", "2FA code", "client secret", "API key").
@@ -651,8 +674,13 @@ public struct LeakScanner: Sendable {
             }
             guard let label else { continue }
             let labelEnd = tokens[index].range.upperBound
-            let value = tokens[index + 1].range
-            let gap = s[labelEnd..<value.lowerBound]
+            var value = tokens[index + 1].range
+            // "Authorization: Bearer <token>": the scheme is not the secret; the word after it is.
+            if index + 2 < tokens.count, ["bearer", "basic", "token", "digest"].contains(folded(index + 1)),
+               s[tokens[index + 1].range.upperBound..<tokens[index + 2].range.lowerBound].allSatisfy({ $0 == " " }) {
+                value = tokens[index + 2].range
+            }
+            let gap = s[labelEnd..<tokens[index + 1].range.lowerBound]
             let word = String(String.UnicodeScalarView(s[tokens[index].range]))
             let spaced = !gap.isEmpty && gap.allSatisfy { $0 == " " }
             let separated = gap.contains(":") || gap.contains("=")
@@ -678,6 +706,8 @@ public struct LeakScanner: Sendable {
             if !separated && !word.hasPrefix("--") && !hasDigitOrSymbol { continue }   // "password reset"
             guard !stateWords.contains(fold(text)) || scalars.contains(where: isDigit) else { continue }
             guard !(text.hasPrefix("REDACTED") || text.allSatisfy({ $0 == "x" || $0 == "X" })) else { continue }
+            // "Tests pass: 12/12", "pass=3": a count or a ratio after the short label.
+            if label == "pass", scalars.allSatisfy({ isDigit($0) || $0 == "/" || $0 == "." || $0 == "%" }) { continue }
             spans.append((.labelledSecret, value.lowerBound..<end))
         }
     }
@@ -789,12 +819,18 @@ struct NormalisedText {
 
     func findings(_ spans: [(LeakScanner.Kind, Range<Int>)]) -> [LeakScanner.Finding] {
         guard !spans.isEmpty else { return [] }
+        // Spans come sorted and apart (`merged`): one walk forward through the text, not one
+        // from its start per finding (a body of many findings would be quadratic).
         let view = original.unicodeScalars
+        var cursor = view.startIndex, cursorOffset = 0
         return spans.map { kind, range in
             let lower = from.isEmpty ? range.lowerBound : Int(from[range.lowerBound])
             let upper = from.isEmpty ? range.upperBound : Int(to[range.upperBound - 1])
-            let start = view.index(view.startIndex, offsetBy: lower)
-            return LeakScanner.Finding(kind: kind, range: start..<view.index(start, offsetBy: upper - lower))
+            if lower < cursorOffset { cursor = view.startIndex; cursorOffset = 0 }   // not sorted after all: start over
+            cursor = view.index(cursor, offsetBy: lower - cursorOffset)
+            cursorOffset = lower
+            let end = view.index(cursor, offsetBy: upper - lower)
+            return LeakScanner.Finding(kind: kind, range: cursor..<end)
         }
     }
 }

@@ -1,8 +1,10 @@
 // The gate every request body passes on its way out (`HTTPExchange.send`): the collector's
 // diagnostics, api_logs and beacons, Sentry envelopes, Logz.io bulk lines. The bytes are read as
 // they will be sent (gunzipped when gzip'd, JSON or one JSON document per line), every string
-// outside machine fields goes through `LeakScanner`, and what it finds is masked before sending:
-// the report still arrives, the secret does not. A clean body leaves untouched, byte for byte.
+// (and number) outside machine fields goes through `LeakScanner`, and what it finds is masked
+// before sending: the report still arrives, the secret does not. A body with nothing to mask
+// leaves untouched, byte for byte; otherwise only its lines with a finding are encoded again
+// (and a Sentry item header's length follows its payload).
 import Foundation
 import Glibc
 import Synchronization
@@ -50,6 +52,7 @@ enum OutgoingCheck {
         }
         lines.append(plain[lineStart...])
         var changed = false
+        var changedLines: Set<Int> = []
         for index in lines.indices where !lines[index].isEmpty {
             let line = Data(lines[index])
             if let root = try? JSONSerialization.jsonObject(with: line, options: [.fragmentsAllowed]) {
@@ -58,6 +61,7 @@ enum OutgoingCheck {
                     lines[index] = data[...]
                     kinds += found
                     changed = true
+                    changedLines.insert(index)
                 }
             } else {
                 let text = String(decoding: line, as: UTF8.self)
@@ -66,10 +70,18 @@ enum OutgoingCheck {
                     lines[index] = Data(result.utf8)[...]
                     kinds += found
                     changed = true
+                    changedLines.insert(index)
                 }
             }
         }
         guard changed else { return nil }
+        // A Sentry envelope's item header gives its payload's length: a masked payload has another.
+        for index in lines.indices.dropFirst() where changedLines.contains(index) {
+            guard var header = (try? JSONSerialization.jsonObject(with: Data(lines[index - 1]))) as? [String: Any],
+                  header["length"] != nil, header["type"] != nil else { continue }
+            header["length"] = lines[index].count
+            if let data = try? JSONSerialization.data(withJSONObject: header, options: [.withoutEscapingSlashes]) { lines[index - 1] = data[...] }
+        }
         var joined = Data()
         for (index, line) in lines.enumerated() {
             if index > 0 { joined.append(UInt8(ascii: "\n")) }
@@ -155,6 +167,12 @@ enum OutgoingCheck {
                 return maskText(text, scanner.findings(in: text, key: key))
             }
             return maskText(text, scanner.findings(in: text, key: nil))
+        case let number as NSNumber where !(value is Bool):
+            // {"card": 4111111111111111}: a number is read as its digits, with its key.
+            guard let key else { return (value, []) }
+            let found = scanner.findings(in: number.stringValue, key: key)
+            guard let first = found.first else { return (value, []) }
+            return (String(format: mask, first.kind.rawValue), found.map(\.kind.rawValue))
         default:
             return (value, [])
         }
