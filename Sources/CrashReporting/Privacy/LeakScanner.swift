@@ -616,6 +616,13 @@ public struct LeakScanner: Sendable {
 
     /// Labels that stand before a secret without ":" or "=" ("passwd Tr0ub4dor#3", "2FA code 300725"),
     /// when the value has a digit or a symbol.
+    /// The first letters of `bareLabels` and of the last words of those of several words ("2FA code").
+    static let bareLabelStarts: Set<Unicode.Scalar> = {
+        var starts = Set(bareLabels.compactMap { $0.unicodeScalars.first }.filter(\.isASCII))
+        starts.insert("c")   // "code"
+        return starts
+    }()
+
     static let bareLabels: Set<String> = [
         "password", "passwd", "passwort", "passphrase", "2facode", "mfacode", "otpcode", "otp", "verificationcode",
         "smscode", "ssn", "пароль", "パスワード", "密码", "密碼", "비밀번호",
@@ -656,9 +663,16 @@ public struct LeakScanner: Sendable {
             // What stands between this word and the next must be able to separate a label from a
             // value: ":" or "=" (with quotes and spaces), or spaces alone (bare labels, "--flag value").
             let between = s[tokens[index].range.upperBound..<tokens[index + 1].range.lowerBound]
-            let labelGap = between.count <= 6 && (between.contains(":") || between.contains("=")
-                || (!between.isEmpty && between.allSatisfy { $0 == " " } && tokens[index].range.count <= 24))
-            guard labelGap else { continue }
+            let separatedGap = between.count <= 6 && (between.contains(":") || between.contains("="))
+            let spacedGap = !separatedGap && !between.isEmpty && between.count <= 6 && between.allSatisfy { $0 == " " }
+                && tokens[index].range.count <= 24
+            guard separatedGap || spacedGap else { continue }
+            // Before a plain space, only bare labels and "--flags" count: their words begin with one
+            // of `bareLabelStarts` (or are in another script); most words of prose are passed over unfolded.
+            if spacedGap {
+                let first = s[tokens[index].range.lowerBound]
+                guard first.value >= 128 || Self.bareLabelStarts.contains(Unicode.Scalar(first.value | 0x20) ?? first) || first == "-" else { continue }
+            }
             // The label: this word, or it with the one or two before it ("mot de passe", "2FA code"):
             // wider only when this word ends a label of several words.
             var label: String?
