@@ -463,8 +463,10 @@ extension CrashRecord {
                 problems.append("line \(number): not a JSON object with a \"type\"")
                 continue
             }
+            // A newer writer's line type is skipped, so that old readers keep working.
+            guard let known = RecordLineType(rawValue: type), known != .header else { continue }
             do {
-                try apply(type: type, line: line)
+                try apply(known, line: line)
             } catch {
                 problems.append("line \(number): \(type): \(error)")
             }
@@ -520,9 +522,10 @@ extension CrashRecord {
         stack = Stack(unwinder: "crash-line", depth: frames.count, isTruncated: false, depthIsLowerBound: true)
     }
 
-    private static let customKeyPrefix = Data(#"{"type":"custom_key","key":"#.utf8)
-    private static let errorPrefix = Data(#"{"type":"error","#.utf8)
-    private static let customDataPrefix = Data(#"{"type":"custom_data","data":"#.utf8)
+    // Lines whose JSON value is kept as text, found by the prefix their writers give them.
+    private static let customKeyPrefix = Data((RecordLineType.custom_key.linePrefixText + #","key":"#).utf8)
+    private static let errorPrefix = Data((RecordLineType.error.linePrefixText + ",").utf8)
+    private static let customDataPrefix = Data((RecordLineType.custom_data.linePrefixText + #","data":"#).utf8)
 
     /// `{"type":"error",…,"user_info":{…}}`: user_info (last) is kept as its JSON text.
     private static func nonFatal(_ bytes: Data) throws -> NonFatalError {
@@ -588,9 +591,9 @@ extension CrashRecord {
         return address
     }
 
-    private mutating func apply(type: String, line: [String: Any]) throws {
+    private mutating func apply(_ type: RecordLineType, line: [String: Any]) throws {
         switch type {
-        case "signal":
+        case .signal:
             signal = Signal(
                 number: try Self.int32(line, "signo"),
                 name: try Self.field(line, "name"),
@@ -599,7 +602,7 @@ extension CrashRecord {
                 faultAddress: line["fault_address"] == nil ? nil : try Self.address(line, "fault_address"),
                 senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) },
                 stackOverflow: line["stack_overflow"] as? Bool)
-        case "thread":
+        case .thread:
             // The first thread line is the crashing thread; each later one opens another
             // thread's section, to which the frame and stack lines after it belong.
             let parsed = Thread(
@@ -611,26 +614,26 @@ extension CrashRecord {
             } else {
                 otherThreads.append(OtherThread(thread: parsed, state: line["state"] as? String ?? ""))
             }
-        case "registers":
+        case .registers:
             let values: [String: String] = try Self.field(line, "values")
             for (name, text) in values {
                 guard let value = Address(hex: text) else { throw FieldError(description: "register \(name) is not hex") }
                 registers[name] = value
             }
-        case "fatal_message":
+        case .fatal_message:
             fatalMessage = try Self.field(line, "text")
-        case "frame":
+        case .frame:
             let kind = Frame.Kind(rawValue: try Self.field(line, "kind"))
             guard let kind else { throw FieldError(description: "unknown frame kind") }
             let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: kind)
             if otherThreads.isEmpty { frames.append(frame) } else { otherThreads[otherThreads.count - 1].frames.append(frame) }
-        case "async_frame":
+        case .async_frame:
             let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: .async)
             if otherThreads.isEmpty { asyncFrames.append(frame) }
-        case "outer_frame":
+        case .outer_frame:
             let frame = Frame(index: try Self.field(line, "index"), address: try Self.address(line, "address"), kind: .returnAddress)
             if otherThreads.isEmpty { outerFrames.append(frame) }
-        case "stack":
+        case .stack:
             let parsed = Stack(
                 unwinder: try Self.field(line, "unwinder"),
                 depth: try Self.field(line, "depth"),
@@ -638,34 +641,34 @@ extension CrashRecord {
                 depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false,
                 unwindError: line["unwind_error"] as? Int)
             if otherThreads.isEmpty { stack = parsed } else { otherThreads[otherThreads.count - 1].stack = parsed }
-        case "threads":
+        case .threads:
             threadsSummary = ThreadsSummary(
                 total: try Self.field(line, "total"), listed: try Self.field(line, "listed"),
                 asked: try Self.field(line, "asked"), answered: try Self.field(line, "answered"),
                 signal: try Self.int32(line, "signo"), signalTaken: line["signal_taken"] as? Bool ?? false,
                 waitNanoseconds: try Self.unsignedField(line, "wait_ns"),
                 elapsedNanoseconds: try Self.unsignedField(line, "elapsed_ns"))
-        case "module":
+        case .module:
             modules.append(Module(
                 path: try Self.field(line, "path"),
                 start: try Self.address(line, "start"),
                 end: try Self.address(line, "end"),
                 bias: try Self.address(line, "bias"),
                 buildID: BuildID(hex: try Self.field(line, "build_id"))))
-        case "modules":
+        case .modules:
             moduleTable = ModuleTable(
                 source: try Self.field(line, "source"), count: try Self.field(line, "count"),
                 loaderState: line["loader_state"] as? String ?? "", elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
-        case "nested_crash":
+        case .nested_crash:
             nestedCrash = NestedCrash(
                 signal: try Self.int32(line, "signo"),
                 code: try Self.int32(line, "code"),
                 stage: try Self.field(line, "stage"))
-        case "watchdog":
+        case .watchdog:
             watchdog = Watchdog(
                 stage: try Self.field(line, "stage"),
                 waitedMilliseconds: (try Self.unsignedField(line, "waited_ms")))
-        case "request":
+        case .request:
             requests.append(Request(
                 method: try Self.field(line, "method"),
                 route: try Self.field(line, "route"),
@@ -674,21 +677,21 @@ extension CrashRecord {
                 threadID: try Self.int32(line, "tid"),
                 ageMilliseconds: try Self.unsignedField(line, "age_ms"),
                 startedOnCrashedThread: line["crashed_thread"] as? Bool ?? false))
-        case "requests":
+        case .requests:
             requestsDropped = try Self.unsignedField(line, "dropped")
-        case "memory_context":
+        case .memory_context:
             memory = Memory(cgroup: line["cgroup"] as? String, limitBytes: line["limit_bytes"] as? Int, samples: memory?.samples ?? [])
-        case "memory_sample":
+        case .memory_sample:
             let nanoseconds = try Self.unsignedField(line, "timestamp_ns")
             var memory = self.memory ?? Memory(cgroup: nil, limitBytes: nil, samples: [])
             memory.samples.append(.init(timestamp: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9),
                                         residentBytes: line["rss_bytes"] as? Int, cgroupBytes: line["cgroup_bytes"] as? Int))
             self.memory = memory
-        case "session":
+        case .session:
             sessionID = try Self.field(line, "id")
-        case "user":
+        case .user:
             userID = try Self.field(line, "id")
-        case "breadcrumb":
+        case .breadcrumb:
             let nanoseconds = (try Self.unsignedField(line, "timestamp_ns"))
             breadcrumbs.append(Breadcrumb(
                 index: (try Self.unsignedField(line, "index")),
@@ -697,7 +700,7 @@ extension CrashRecord {
                 tag: line["tag"] as? String ?? "", message: try Self.field(line, "message"),
                 metadata: (line["metadata"] as? [String: Any]).map { $0.compactMapValues { $0 as? String } },
                 ring: line["ring"] as? Int))
-        case "termination":
+        case .termination:
             func date(_ key: String) throws -> Date {
                 Date(timeIntervalSince1970: Double((try Self.unsignedField(line, key))) / 1e9)
             }
@@ -706,20 +709,20 @@ extension CrashRecord {
             if let name = line["after_hang"] as? String, let id = line["after_hang_report"] as? String {
                 terminationAfterHang = TerminationHang(name: name, reportID: id)
             }
-        case "hang":
+        case .hang:
             hang = Hang(name: try Self.field(line, "name"), threadID: try Self.int32(line, "tid"),
                         thresholdMilliseconds: try Self.field(line, "threshold_ms"), ageMilliseconds: try Self.field(line, "age_ms"),
                         durationMilliseconds: nil, sessionID: line["session"] as? String)
-        case "hang_end":
+        case .hang_end:
             hang?.durationMilliseconds = try Self.field(line, "duration_ms")
-        case "diagnostics":
+        case .diagnostics:
             diagnosticsTrigger = try Self.field(line, "trigger")
-        case "end":
+        case .end:
             hasEnd = true
-        case "timing":
+        case .timing:
             durableNanoseconds = (try Self.unsignedField(line, "durable_ns"))
-        default:
-            break   // a newer writer's line: ignored, so old readers keep working
+        case .header, .custom_key, .custom_data, .error:
+            break   // the header is the first line; the other three are read from their text above
         }
     }
 }

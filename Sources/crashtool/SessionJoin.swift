@@ -39,7 +39,7 @@ enum SessionJoin {
         data.append(UInt8(ascii: "\n"))
         data.append(exported)
         if let custom = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
-            data.append(Data(#"{"type":"custom_data","data":"#.utf8) + Data(custom.utf8) + Data("}\n".utf8))
+            data.append(Data(RecordLine(.custom_data).json("data", custom).textLine.utf8))
         }
         let joined = try CrashRecord(data: data, source: path)
         return (joined, "Context:   from \(session) (not attached to the record yet: the app's next launch does that)")

@@ -372,7 +372,7 @@ struct HandlerProcessTests {
 
     /// The two records of a fork fixture: (the child's, the parent's).
     func childAndParentRecords(_ run: FixtureRun, child: Int32) throws -> (CrashRecord, CrashRecord) {
-        let records = try run.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        let records = try run.pendingRecords.map { try validatedRecord(at: $0) }
         #expect(records.count == 2, "records: \(run.pendingRecords.map(\.lastPathComponent)); stderr: \(run.standardError.prefix(600))")
         let childRecord = try #require(records.first { $0.processID == child }, "no record with the child's pid \(child)")
         let parentRecord = try #require(records.first { $0.processID != child }, "no record of the parent's")
@@ -489,7 +489,7 @@ struct HandlerProcessTests {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(30)
         while run.pendingRecords.count < 2, clock.now < deadline { usleep(10_000) }
-        let records = try run.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        let records = try run.pendingRecords.map { try validatedRecord(at: $0) }
         #expect(records.count == 2, "records: \(run.pendingRecords.map(\.lastPathComponent)); new/: \(run.newFiles.map(\.lastPathComponent))")
         let parent = try #require(records.first { $0.forkedFromProcessID == nil })
         let child = try #require(records.first { $0.forkedFromProcessID != nil }, "no record of the child's crash")
@@ -517,7 +517,7 @@ struct HandlerProcessTests {
         let deadline = clock.now + .seconds(60)
         while !dead(), clock.now < deadline { usleep(10_000) }
         #expect(dead(), "the daemon \(daemon) is still running")
-        let records = try run.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        let records = try run.pendingRecords.map { try validatedRecord(at: $0) }
         #expect(records.count == 1, "records: \(run.pendingRecords.map(\.lastPathComponent))")
         let record = try #require(records.first)
         #expect(record.processID == daemon)
@@ -589,7 +589,7 @@ struct HandlerEndingTests {
         }
         #expect(gdbNames.first == "cfs_write_null_pointer", "gdb output:\n\(output.suffix(3000))")
         #expect(gdbNames.count >= 3, "gdb output:\n\(output.suffix(3000))")
-        let records = try FixtureRun.files(in: directory.appendingPathComponent("pending")).map { try CrashRecord(contentsOf: $0) }
+        let records = try FixtureRun.files(in: directory.appendingPathComponent("pending")).map { try validatedRecord(at: $0) }
         let child = try #require(records.first { $0.forkedFromProcessID != nil }, "no child record; gdb output:\n\(output.suffix(2000))")
         let frames = try LLVMSymbolizer.symbolize(child)
         _ = checkOrder(gdbNames, in: frames)
@@ -613,7 +613,7 @@ struct HandlerEndingTests {
         let records = FixtureRun.files(in: directory.appendingPathComponent("pending"))
         #expect(records.count == 1)
         if let first = records.first {
-            let record = try CrashRecord(contentsOf: first)
+            let record = try validatedRecord(at: first)
             #expect(record.hasEnd)
             #expect(record.signal?.code == SEGV_MAPERR_CODE)
         }

@@ -50,7 +50,7 @@ struct DeliveryAtCrashTests {
         // The sender attached the session's context before it tried: the record is whole without it.
         let sessions = (try? FileManager.default.contentsOfDirectory(atPath: scenario.directory.appendingPathComponent("sessions").path)) ?? []
         #expect(sessions.isEmpty, "sessions left: \(sessions)")
-        let record = try CrashRecord(contentsOf: scenario.directory.appendingPathComponent("pending/" + scenario.files("pending")[0]))
+        let record = try validatedRecord(at: scenario.directory.appendingPathComponent("pending/" + scenario.files("pending")[0]))
         #expect(!record.breadcrumbs.isEmpty)
 
         let next = try scenario.run("upload-pass")

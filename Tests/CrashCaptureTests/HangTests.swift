@@ -54,7 +54,7 @@ struct HangTests {
         let frames = try LLVMSymbolizer.symbolize(crash)
         _ = checkOrder(["crashAfterHangCapture"], in: frames)
         // The hang report was whole before the crash, the hung thread first, every thread answered.
-        let hang = try CrashRecord(contentsOf: try #require(run.newFiles.first, "no hang record in new/"))
+        let hang = try validatedRecord(at: try #require(run.newFiles.first, "no hang record in new/"))
         #expect(hang.hang?.threadID == worker && hang.thread?.id == worker)
         #expect(hang.hasEnd)
         #expect(hang.otherThreads.contains { $0.thread.isMain && $0.state == "answered" })
@@ -91,7 +91,7 @@ struct HangTests {
 
         let relaunch = try FixtureRun.run("relaunch", .debug, reportsDirectory: directory)
         #expect(relaunch.standardOutput.contains("processed"))
-        let records = try relaunch.pendingRecords.map { try CrashRecord(contentsOf: $0) }
+        let records = try relaunch.pendingRecords.map { try validatedRecord(at: $0) }
         let hangRecord = try #require(records.first { $0.hang != nil }, "records: \(relaunch.pendingRecords.map(\.lastPathComponent))")
         #expect(hangRecord.hang?.name == "worker")
         #expect(hangRecord.hang?.durationMilliseconds == nil, "never resumed")

@@ -27,7 +27,7 @@ struct NonFatalTests {
         #expect(lines[5] == "none", "a non-reportable error leaves only a breadcrumb")
         let ids = lines[0...3].map { String($0.dropFirst("receipt ".count)) }
         #expect(Set(run.pendingRecords.map { $0.deletingPathExtension().lastPathComponent }) == Set(ids))
-        let records = try ids.map { try CrashRecord(contentsOf: run.reportsDirectory.appendingPathComponent("pending/\($0).crash")) }
+        let records = try ids.map { try validatedRecord(at: run.reportsDirectory.appendingPathComponent("pending/\($0).crash")) }
 
         // ReportableError: nested arrays, dictionaries and an encoded struct; additional info overrides.
         let payment = try #require(records[0].nonFatalError)

@@ -137,8 +137,19 @@ public struct FixtureRun {
         guard records.count == 1 else {
             throw TestSupportError("expected exactly one record in pending/, found \(records.count); stderr: \(standardError)")
         }
-        return try CrashRecord(contentsOf: records[0])
+        return try validatedRecord(at: records[0])
     }
+}
+
+/// A record read after checking every line against the record schema (RecordLineType): what the
+/// C handler and the Swift writers wrote must be what the schema and README say.
+public func validatedRecord(at url: URL) throws -> CrashRecord {
+    let data = try Data(contentsOf: url)
+    let problems = RecordLineType.problems(in: data)
+    guard problems.isEmpty else {
+        throw TestSupportError("\(url.lastPathComponent) does not follow the record schema: \(problems.joined(separator: "; "))")
+    }
+    return try CrashRecord(data: data, source: url.path)
 }
 
 /// Drains a pipe on a background thread so a chatty child never blocks on a full pipe.

@@ -250,40 +250,12 @@ extension CrashReporter {
     /// A JSON string literal: quotes, backslashes and control characters escaped (no
     /// String(format:), which a quiet launch's beacon would otherwise be the first to use).
     static func quoted(_ text: String) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count + 2)
-        appendQuoted(text, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        RecordLine.quoted(text)
     }
 
-    @usableFromInline
+    /// RecordLine's (the record's one writer of JSON strings), inlined on the log path.
+    @inlinable
     static func appendQuoted(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        // Most texts need no escape: checked on the string's own bytes, then one copy instead of
-        // an append a byte.
-        let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
-            out.append(contentsOf: bytes)
-            return true
-        }
-        if copied == true {
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
-            case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case UInt8(ascii: "\t"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-            case 0..<0x20:
-                func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 48 + value : 87 + value }
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hexDigit(byte >> 4), hexDigit(byte & 15)])
-            default: out.append(byte)   // UTF-8 passes through: JSON text may hold it as it is
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        RecordLine.appendQuoted(text, to: &out)
     }
 }

@@ -208,7 +208,7 @@ extension CrashReporter {
 
     static func writeSnapshot(trigger: String) throws {
         guard let context = reportingContext() else { throw ReportingError.notStarted }
-        _ = try writeContextRecord(context, lines: [#"{"type":"diagnostics","trigger":\#(quoted(trigger))}"#], includeStack: false)
+        _ = try writeContextRecord(context, lines: [RecordLine(.diagnostics).string("trigger", trigger).text], includeStack: false)
     }
 
     private static let errorTimes = Mutex<[ContinuousClock.Instant]>([])

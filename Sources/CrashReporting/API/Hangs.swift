@@ -215,18 +215,19 @@ final class HangMonitor: Sendable {
         guard fd >= 0 else { return nil }
         flock(fd, LOCK_EX | LOCK_NB)   // held while the hang lasts: another process's start leaves it in new/
         let tid = heartbeat.thread.load(ordering: .relaxed)
-        let q = CrashReporter.quoted
         let lines = [
-            #"{"format":"swift-crash-reporting.crash-record","version":2,"id":\#(q(id)),"app_id":\#(q(context.appID)),"app_version":\#(q(context.appVersion)),"pid":\#(getpid()),"timestamp_ns":\#(CrashReporter.wallClockNanoseconds()),"arch":"\#(CrashReporter.architecture)"}"#,
-            #"{"type":"session","id":\#(q(context.sessionID))}"#,
-            #"{"type":"hang","name":\#(q(heartbeat.name)),"tid":\#(tid),"threshold_ms":\#(threshold / 1_000_000),"age_ms":\#(age / 1_000_000),"session":\#(q(context.sessionID))}"#,
+            CrashReporter.recordHeader(version: 2, id: id, appID: context.appID, appVersion: context.appVersion, pid: getpid(),
+                                       timestampNanoseconds: CrashReporter.wallClockNanoseconds()),
+            RecordLine(.session).string("id", context.sessionID).text,
+            RecordLine(.hang).string("name", heartbeat.name).integer("tid", Int(tid)).integer("threshold_ms", Int(threshold / 1_000_000))
+                .integer("age_ms", Int(age / 1_000_000)).string("session", context.sessionID).text,
         ]
         var elapsed: UInt64 = 0
         var ok = CrashReporter.writeAll(fd, lines.joined(separator: "\n") + "\n") && ccr_write_hang_record(fd, tid, &elapsed) == 0
         if ok, let session = context.sessionPath {
             ok = ccr_session_export(session, fd) == 0
         }
-        ok = ok && CrashReporter.writeAll(fd, #"{"type":"end","hang_capture_ns":\#(elapsed)}"# + "\n") && fsync(fd) == 0
+        ok = ok && CrashReporter.writeAll(fd, RecordLine(.end).unsigned("hang_capture_ns", elapsed).textLine) && fsync(fd) == 0
         guard ok else {
             close(fd)
             unlink(path)
@@ -238,7 +239,7 @@ final class HangMonitor: Sendable {
 
     /// The heartbeat came back: the record gets the hang's duration and goes to pending/.
     private func finish(_ hang: OpenHang, duration: UInt64) {
-        _ = CrashReporter.writeAll(hang.fd, #"{"type":"hang_end","duration_ms":\#(duration / 1_000_000)}"# + "\n")
+        _ = CrashReporter.writeAll(hang.fd, RecordLine(.hang_end).integer("duration_ms", Int(duration / 1_000_000)).textLine)
         fsync(hang.fd)
         close(hang.fd)
         rename(context.newFolder + "/" + hang.id + ".crash", context.pendingFolder + "/" + hang.id + ".crash")

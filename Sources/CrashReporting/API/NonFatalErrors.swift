@@ -189,7 +189,8 @@ extension CrashReporter {
         let info = try encoder.encode(Dictionary(uniqueKeysWithValues: userInfo.map { ($0.key.rawValue, $0.value) }))
         let chain = try encoder.encode(underlying)
         // user_info last: readers keep it as raw JSON text.
-        let errorLine = #"{"type":"error","domain":\#(quoted(qualified)),"code":\#(code),"message":\#(quoted(message)),"underlying":\#(String(decoding: chain, as: UTF8.self)),"user_info":\#(String(decoding: info, as: UTF8.self))}"#
+        let errorLine = RecordLine(.error).string("domain", qualified).integer("code", code).string("message", message)
+            .json("underlying", String(decoding: chain, as: UTF8.self)).json("user_info", String(decoding: info, as: UTF8.self)).text
         let (recordID, final) = try writeContextRecord(context, lines: [errorLine], includeStack: true)
         noteErrorForBurstTrigger()
         return NonFatalReceipt(recordID: recordID, path: final)

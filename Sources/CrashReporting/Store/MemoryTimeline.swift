@@ -8,6 +8,7 @@
 // cgroup v2 (memory.current, memory.max, memory.events) and v1 (memory.usage_in_bytes,
 // memory.limit_in_bytes, memory.oom_control) both; outside any limited cgroup, RSS alone.
 import CCrashCapture
+import CrashReportModel
 import Foundation
 import Glibc
 
@@ -103,18 +104,18 @@ final class MemorySampler: @unchecked Sendable {
     }
 
     func start() {
-        var fields = [#""type":"memory_context""#]
+        var context = RecordLine(.memory_context)
         if let cgroup {
-            fields.append(#""cgroup":\#(CrashReporter.quoted(cgroup.directory)),"cgroup_version":\#(cgroup.version)"#)
-            if let limit = cgroup.limitBytes() { fields.append(#""limit_bytes":\#(limit)"#) }
+            context = context.string("cgroup", cgroup.directory).integer("cgroup_version", cgroup.version)
+            if let limit = cgroup.limitBytes() { context = context.integer("limit_bytes", limit) }
             let counters = cgroup.lineage.compactMap { directory in
                 MemoryCgroup.oomKills(directory, version: cgroup.version).map {
                     #"{"cgroup":\#(CrashReporter.quoted(directory)),"oom_kill":\#($0)}"#
                 }
             }
-            fields.append(#""oom_kill_counters":[\#(counters.joined(separator: ","))]"#)
+            context = context.json("oom_kill_counters", "[" + counters.joined(separator: ",") + "]")
         }
-        var header = Array(("{" + fields.joined(separator: ",") + "}").utf8)
+        var header = Array(context.text.utf8)
         guard header.count < Self.headerBytes else { return }   // cgroup paths of absurd length: no timeline
         header += [UInt8](repeating: UInt8(ascii: " "), count: Self.headerBytes - 1 - header.count) + [UInt8(ascii: "\n")]
         let blank = [UInt8](repeating: UInt8(ascii: " "), count: Self.slotBytes - 1) + [UInt8(ascii: "\n")]
@@ -152,13 +153,13 @@ final class MemorySampler: @unchecked Sendable {
     }
 
     private func sample() {
-        var line = #"{"type":"memory_sample","timestamp_ns":\#(CrashReporter.wallClockNanoseconds())"#
-        if let rss = Self.residentBytes() { line += #","rss_bytes":\#(rss)"# }
+        var line = RecordLine(.memory_sample).unsigned("timestamp_ns", CrashReporter.wallClockNanoseconds())
+        if let rss = Self.residentBytes() { line = line.integer("rss_bytes", rss) }
         if let cgroup, let text = try? String(contentsOfFile: cgroup.usageFile, encoding: .utf8),
            let usage = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            line += #","cgroup_bytes":\#(usage)"#
+            line = line.integer("cgroup_bytes", usage)
         }
-        var bytes = Array((line + "}").utf8)
+        var bytes = Array(line.text.utf8)
         guard bytes.count < Self.slotBytes else { return }
         bytes += [UInt8](repeating: UInt8(ascii: " "), count: Self.slotBytes - 1 - bytes.count) + [UInt8(ascii: "\n")]
         let offset = Self.headerBytes + (taken % Self.keptSamples) * Self.slotBytes
@@ -183,11 +184,11 @@ enum MemoryVerdict {
         guard let text = try? String(contentsOfFile: sidecar, encoding: .utf8) else { return ("abnormal", []) }
         let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard let first = lines.first, let header = try? JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any],
-              header["type"] as? String == "memory_context" else { return ("abnormal", []) }
+              header["type"] as? String == RecordLineType.memory_context.rawValue else { return ("abnormal", []) }
         // The ring's slots, oldest first.
         let samples = lines.dropFirst().compactMap { line -> (UInt64, String)? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  object["type"] as? String == "memory_sample", let time = object["timestamp_ns"] as? NSNumber else { return nil }
+                  object["type"] as? String == RecordLineType.memory_sample.rawValue, let time = object["timestamp_ns"] as? NSNumber else { return nil }
             return (time.uint64Value, line)
         }.sorted { $0.0 < $1.0 }.map(\.1)
         let version = header["cgroup_version"] as? Int ?? 2

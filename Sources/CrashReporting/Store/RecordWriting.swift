@@ -1,6 +1,7 @@
 // Writing records outside the signal handler (non-fatal reports, next-launch rewrites, snapshots):
 // the header line and a write that does not give up on short writes, in one place.
 import CCrashCapture
+import CrashReportModel
 import Foundation
 import Glibc
 
@@ -13,9 +14,10 @@ extension CrashReporter {
     }
 
     /// The first line of a record (the format the handler writes), without a trailing newline.
-    static func recordHeader(id: String, appID: String = "", appVersion: String = "", pid: Int32 = 0,
+    static func recordHeader(version: Int = 1, id: String, appID: String = "", appVersion: String = "", pid: Int32 = 0,
                              timestampNanoseconds: UInt64 = 0) -> String {
-        #"{"format":"swift-crash-reporting.crash-record","version":1,"id":\#(quoted(id)),"app_id":\#(quoted(appID)),"app_version":\#(quoted(appVersion)),"pid":\#(pid),"timestamp_ns":\#(timestampNanoseconds),"arch":"\#(architecture)"}"#
+        RecordLine.header(version: version, id: id, appID: appID, appVersion: appVersion, pid: pid,
+                          timestampNanoseconds: timestampNanoseconds, architecture: architecture).text
     }
 
     /// A record written by the app rather than the handler (a non-fatal error, a diagnostics
@@ -32,16 +34,16 @@ extension CrashReporter {
         let final = context.pendingFolder + "/" + recordID + ".crash"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        let session = #"{"type":"session","id":\#(quoted(context.sessionID))}"#
+        let session = RecordLine(.session).string("id", context.sessionID).text
         var ok = writeAll(fd, ([header, session] + lines).joined(separator: "\n") + "\n")
         if includeStack { ok = ok && ccr_write_current_stack(fd, 3) == 0 }
         if ok, let session = context.sessionPath {
             ok = ccr_session_export(session, fd) == 0
             if ok, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
-                ok = writeAll(fd, #"{"type":"custom_data","data":"# + data + "}\n")
+                ok = writeAll(fd, RecordLine(.custom_data).json("data", data).textLine)
             }
         }
-        ok = ok && writeAll(fd, #"{"type":"end"}"# + "\n")
+        ok = ok && writeAll(fd, RecordLine(.end).textLine)
         close(fd)
         guard ok, rename(temporary, final) == 0 else {
             let reason = String(cString: strerror(errno))

@@ -7,6 +7,7 @@
 // records that will be sent under the app's token. So it is created 0700 (files 0600), `start`
 // refuses one owned by another user or writable by group or others, state files are opened with
 // O_NOFOLLOW and must be ours, and records owned by another user are never sent.
+import CrashReportModel
 import Glibc
 
 struct ReportsDirectory {
@@ -225,7 +226,7 @@ struct ReportsDirectory {
         if let range = head.range(of: "\"timestamp_ns\":"), let value = Int64(head[range.upperBound...].prefix { $0.isNumber }), value > 0 {
             entry.time = value
         }
-        entry.isSnapshot = head.contains(#"{"type":"diagnostics""#)
+        entry.isSnapshot = head.contains(RecordLineType.diagnostics.linePrefixText)
         return entry
     }
 }

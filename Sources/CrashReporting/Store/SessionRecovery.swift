@@ -9,6 +9,7 @@
 // One process at a time recovers a session (an exclusive lock on its file): two launches in quick
 // succession never write the same `.tmp` at once.
 import CCrashCapture
+import CrashReportModel
 import Foundation
 import Glibc
 
@@ -116,8 +117,7 @@ struct SessionRecovery {
     /// A record that already carries breadcrumbs or keys was attached by an earlier launch.
     private func alreadyAttached(_ record: String) -> Bool {
         guard let text = try? String(contentsOfFile: record, encoding: .utf8) else { return false }
-        return text.contains(#"{"type":"breadcrumb""#) || text.contains(#"{"type":"custom_key""#) || text.contains(#"{"type":"user""#)
-            || text.contains(#"{"type":"custom_data""#)
+        return [RecordLineType.breadcrumb, .custom_key, .user, .custom_data].contains { text.contains($0.linePrefixText) }
     }
 
     /// A hang report of this session that never got its end (the process died during the hang):
@@ -133,8 +133,8 @@ struct SessionRecovery {
             close(fd)
             guard count > 0 else { continue }
             let text = String(decoding: head[0..<count], as: UTF8.self)
-            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(#"{"type":"hang""#) && $0.hasSuffix(marker) }),
-                  let whole = try? String(contentsOfFile: path, encoding: .utf8), !whole.contains(#"{"type":"hang_end""#),
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(RecordLineType.hang.linePrefixText) && $0.hasSuffix(marker) }),
+                  let whole = try? String(contentsOfFile: path, encoding: .utf8), !whole.contains(RecordLineType.hang_end.linePrefixText),
                   let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
                   let hangName = object["name"] as? String else { continue }
             return (hangName, String(name.dropLast(".crash".count)))
@@ -146,11 +146,12 @@ struct SessionRecovery {
         func text<T>(_ tuple: T) -> String {
             withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         }
+        let line = RecordLine(.termination).string("kind", termination).unsigned("session_started_ns", info.started_ns)
+            .unsigned("detected_ns", CrashReporter.wallClockNanoseconds())
         let lines = [
             CrashReporter.recordHeader(id: text(info.session_id), appID: text(info.app_id), appVersion: text(info.app_version),
                                        pid: info.pid, timestampNanoseconds: info.started_ns),
-            #"{"type":"termination","kind":"\#(termination)","session_started_ns":\#(info.started_ns),"detected_ns":\#(CrashReporter.wallClockNanoseconds())"#
-                + (afterHang.map { #","after_hang":\#(CrashReporter.quoted($0.name)),"after_hang_report":\#(CrashReporter.quoted($0.reportID))"# } ?? "") + "}",
+            afterHang.map { line.string("after_hang", $0.name).string("after_hang_report", $0.reportID) }.map(\.text) ?? line.text,
         ]
         return Data((lines.joined(separator: "\n") + "\n").utf8)
     }
@@ -165,7 +166,7 @@ struct SessionRecovery {
         guard fd >= 0 else { return false }
         var exported = CrashReporter.writeAll(fd, prefix) && ccr_session_export(session, fd) == 0
         if exported, let data = try? String(contentsOfFile: session + ".custom.json", encoding: .utf8) {
-            exported = CrashReporter.writeAll(fd, #"{"type":"custom_data","data":"# + data + "}\n")
+            exported = CrashReporter.writeAll(fd, RecordLine(.custom_data).json("data", data).textLine)
         }
         let synced = exported && fsync(fd) == 0
         close(fd)
