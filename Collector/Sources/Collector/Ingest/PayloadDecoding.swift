@@ -26,12 +26,12 @@ enum PayloadDecoding {
 
     /// The payload decoded straight from the body, normalised as `normalise` does; nil when
     /// `checked` could answer otherwise: a required field missing, null or of another type (the
-    /// model's decoding throws), an empty test_run_id or timestamp_collected, a whole number sent
+    /// model's decoding throws), an empty test_run_id, timestamp_collected or environment, a whole number sent
     /// with a fraction, a crash report without stack_trace.
     static func direct(_ body: [UInt8]) -> DiagnosticsPayload? {
         guard let decoded = try? JSONDecoder().decode(Normalising.self, from: Data(body)) else { return nil }
         var payload = decoded.payload
-        guard !payload.test_run_id.isEmpty, !payload.timestamp_collected.isEmpty,
+        guard !nonEmptyStrings.contains(where: { $0.value(payload).isEmpty }),
               decoded.reports.count == payload.crash_reports.count else { return nil }
         for (index, presence) in decoded.reports.enumerated() {
             if !presence.hasReportID { payload.crash_reports[index].report_id = "report-\(index)" }
@@ -43,6 +43,14 @@ enum PayloadDecoding {
         }
         return payload
     }
+
+    /// The strings the payload schema does not let be empty, as the direct decode reads them; an
+    /// empty one goes the checked way, which names it. PayloadContractTests checks this list
+    /// against the schema's.
+    static let nonEmptyStrings: [(name: String, value: @Sendable (DiagnosticsPayload) -> String)] = [
+        ("test_run_id", { $0.test_run_id }), ("timestamp_collected", { $0.timestamp_collected }),
+        ("app_metadata.environment", { $0.app_metadata.environment }),
+    ]
 
     /// The model, and per crash report whether the fields `normalise` fills were sent (present
     /// and not null): the model's own defaults for them differ from the collector's.
@@ -86,24 +94,15 @@ enum PayloadDecoding {
         }
         var missing: [String] = []
         var details: [String] = []
-        check(object, path: "", required: [
-            ("test_run_id", .nonEmptyString), ("app_metadata", .object), ("device_metadata", .object),
-            ("timestamp_collected", .nonEmptyString),
-        ], missing: &missing, details: &details)
+        // Seed 000's required fields and kinds, as the payload schema gives them (PayloadContract).
+        check(object, path: "", required: PayloadContract.root, missing: &missing, details: &details)
         if case .object(let app)? = object["app_metadata"] {
-            check(app, path: "app_metadata.", required: [
-                ("app_name", .string), ("app_version", .string), ("build_number", .string), ("bundle_id", .string),
-                ("environment", .string),
-            ], missing: &missing, details: &details)
+            check(app, path: "app_metadata.", required: PayloadContract.appMetadata, missing: &missing, details: &details)
         }
         if case .object(let device)? = object["device_metadata"] {
-            check(device, path: "device_metadata.", required: [
-                ("device_model", .string), ("device_identifier", .string), ("ios_version", .string), ("locale", .string),
-                ("timezone", .string), ("is_simulator", .bool), ("available_storage_mb", .number), ("total_memory_mb", .number),
-            ], missing: &missing, details: &details)
+            check(device, path: "device_metadata.", required: PayloadContract.deviceMetadata, missing: &missing, details: &details)
         }
-        for (name, kind) in [("logs", Kind.array), ("network_errors", .array), ("crash_reports", .array),
-                             ("screenshots", .array), ("custom_data", .object), ("custom_keys", .object)] {
+        for (name, kind) in PayloadContract.containers {
             if let value = object[name], value != .null, !kind.matches(value) {
                 details.append("\(name) must be \(kind.name)")
             }
@@ -151,7 +150,7 @@ enum PayloadDecoding {
         }
     }
 
-    private static func check(_ object: [String: JSONValue], path: String, required: [(String, Kind)],
+    private static func check(_ object: [String: JSONValue], path: String, required: PayloadContract.Fields,
                               missing: inout [String], details: inout [String]) {
         for (name, kind) in required {
             guard let value = object[name], value != .null else {
