@@ -73,12 +73,23 @@ public enum CrashGrouping {
             IssueKey(signature: prefix + place, title: clipped("\(place.components(separatedBy: " < ")[0]) — \(reason)"),
                      subtitle: subtitle, exceptionType: report.exception_type)
         }
-        let origins = frames.map { origin(of: $0, images: report.images) }
-        let appFrames = zip(frames, origins).filter { $1 == .app }.map(\.0)
-        let appNames = deduplicated(appFrames.compactMap { $0.function.flatMap(groupingName) })
-        if !appNames.isEmpty {
-            return key(appNames.prefix(framesInSignature).joined(separator: " < "))
+        // The app's first names, read only as far as the signature needs (grouping runs for every
+        // report the collector receives, and a stack has up to 50 frames): the same names as
+        // deduplicated(every app frame's name).prefix(framesInSignature).
+        var origins: [Origin] = []
+        origins.reserveCapacity(frames.count)
+        var appNames: [String] = []
+        for frame in frames {
+            if appNames.count == framesInSignature { break }
+            let origin = origin(of: frame, images: report.images)
+            origins.append(origin)
+            if origin == .app, let name = frame.function.flatMap(groupingName), appNames.last != name { appNames.append(name) }
         }
+        if !appNames.isEmpty {
+            return key(appNames.joined(separator: " < "))
+        }
+        for frame in frames.dropFirst(origins.count) { origins.append(origin(of: frame, images: report.images)) }
+        let appFrames = zip(frames, origins).filter { $1 == .app }.map(\.0)
         // Unsymbolicated: module + offset of the first app frame (stable for one build: ASLR moves addresses, not offsets).
         if let frame = appFrames.first(where: { $0.module != nil && $0.module_offset != nil }),
            let module = frame.module, let offset = frame.module_offset {
@@ -119,7 +130,7 @@ public enum CrashGrouping {
         }
         let firstLine = message.split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? ""
         for marker in [runtimeFailurePrefix, "Fatal error: ", "Precondition failed: ", "Assertion failed: "] {
-            guard let range = firstLine.range(of: marker) else { continue }
+            guard firstLine.includes(marker), let range = firstLine.range(of: marker) else { continue }
             var text = String(firstLine[range.upperBound...])
             // The older layout: "Fatal error: Index out of range: file Swift/Array.swift, line 600".
             if let file = text.range(of: #": file [^,]+, line [0-9]+$"#, options: .regularExpression) { text.removeSubrange(file) }
@@ -223,7 +234,7 @@ public enum CrashGrouping {
         if byFile == .system || byName == .system { return .system }
         guard let module, !module.isEmpty else { return byFile == .app || byName == .app ? .app : .system }
         if systemModulePrefixes.contains(where: { module.hasPrefix($0) }) { return .system }
-        if let modulePath, systemDirectories.contains(where: { modulePath.hasPrefix($0) }) || modulePath.contains("/usr/lib/swift/") {
+        if let modulePath, systemDirectories.contains(where: { modulePath.hasPrefix($0) }) || modulePath.includes("/usr/lib/swift/") {
             return .system
         }
         return .app
@@ -234,10 +245,10 @@ public enum CrashGrouping {
         let path = SourcePath.normalised(file)
         if path.isEmpty || path.hasPrefix("<") { return nil }
         for folder in ["CCrashCapture", "CrashReporting", "CrashReportModel", "CrashSymbolication", "CrashReportingLogging"] {
-            if path.contains("/Sources/\(folder)/") || path.hasPrefix("Sources/\(folder)/") { return .reporter }
+            if path.includes("/Sources/\(folder)/") || path.hasPrefix("Sources/\(folder)/") { return .reporter }
         }
         for marker in ["/swift/stdlib/", "/swift/include/swift/", "/swift-corelibs-", "/swift-foundation/",
-                       "/swift-foundation-icu/", "/llvm-project/", "/usr/include/", "/glibc-", "/glibc/"] where path.contains(marker) {
+                       "/swift-foundation-icu/", "/llvm-project/", "/usr/include/", "/glibc-", "/glibc/"] where path.includes(marker) {
             return .system
         }
         if path.hasPrefix("Swift/") { return .system }   // the runtime's own spelling in fatal messages
@@ -247,7 +258,7 @@ public enum CrashGrouping {
 
     /// The origin a function name tells, or nil for a name that says nothing (a C function).
     public static func origin(ofFunction function: String) -> Origin? {
-        let name = function.trimmingCharacters(in: .whitespaces)
+        let name = function.trimmingWhitespace()
         if name.hasPrefix("ccr_") || reporterSymbols.contains(name) || name.hasPrefix("$s14CrashReporting") { return .reporter }
         if systemSymbols.contains(name) || systemSymbolPrefixes.contains(where: { name.hasPrefix($0) }) { return .system }
         guard let module = swiftModule(of: name) else { return nil }
@@ -318,9 +329,10 @@ public enum CrashGrouping {
     /// file:line"); nil for glue that wraps no function of its own (thunks, witnesses, value
     /// operations) and for an address.
     public static func groupingName(_ name: String) -> String? {
-        var text = name.trimmingCharacters(in: .whitespaces)
-        if let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
-        text = replacing(text, Patterns.location, with: "")   // "at file:line"
+        var text = name.trimmingWhitespace()
+        if text.includes(" + "), let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
+        // Each regular expression only behind the literal it cannot match without.
+        if text.includes(" at ") { text = replacing(text, Patterns.location, with: "") }   // "at file:line"
         text = displayName(text)
         var stripping = true
         while stripping {
@@ -338,13 +350,13 @@ public enum CrashGrouping {
             }
             return nil
         }
-        if text.contains(" for "), text.range(of: #"^[A-Za-z]+ for "#, options: .regularExpression) != nil { return nil }   // value witnesses
+        if text.includes(" for "), text.range(of: #"^[A-Za-z]+ for "#, options: .regularExpression) != nil { return nil }   // value witnesses
         text = removingGenericArguments(text)
-        text = text.replacingOccurrences(of: "implicit closure", with: "closure")
-        text = replacing(text, Patterns.ordinal, with: "")    // closure #2 in → closure in
-        text = replacing(text, Patterns.address, with: "")
+        if text.includes("implicit closure") { text = text.replacingOccurrences(of: "implicit closure", with: "closure") }
+        if text.includes("#") { text = replacing(text, Patterns.ordinal, with: "") }    // closure #2 in → closure in
+        if text.includes("0x") { text = replacing(text, Patterns.address, with: "") }
         text = text.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-        text = text.replacingOccurrences(of: " (", with: "(")   // "groups #1 (_:)" → "groups(_:)"
+        if text.includes(" (") { text = text.replacingOccurrences(of: " (", with: "(") }   // "groups #1 (_:)" → "groups(_:)"
         return text.isEmpty ? nil : text
     }
 

@@ -16,7 +16,7 @@ public enum SourcePath {
     /// "./csu/../sysdeps/x.h" → "sysdeps/x.h", "a//b" → "a/b", "nptl/nptl/f.c" → "nptl/f.c" (a
     /// relative path whose leading folders repeat). Absolute paths keep their leading "/".
     public static func normalised(_ path: String) -> String {
-        guard path.contains("/") else { return path }
+        guard path.includes("/") else { return path }
         let absolute = path.hasPrefix("/")
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {

@@ -12,7 +12,7 @@ public enum SwiftNames {
     /// `swift-demangle --simplified`'s form of a fully demangled name; other names (C, C++) unchanged.
     public static func simplified(_ demangled: String) -> String {
         // C and C++ names ("std::vector<int>::at(unsigned long)") are not Swift's to shorten.
-        guard !demangled.isEmpty, !demangled.contains("::") else { return demangled }
+        guard !demangled.isEmpty, !demangled.includes("::") else { return demangled }
         var text = removingDiscriminators(demangled)
         var prefix = ""
         func addPrefix(_ word: String) {
@@ -65,7 +65,7 @@ public enum SwiftNames {
         where text.hasPrefix(word) {
             return prefix + word + type(String(text.dropFirst(word.count)))
         }
-        if text.contains(" value witness for "), let range = text.range(of: #"^[A-Za-z]+ value witness for "#, options: .regularExpression) {
+        if text.includes(" value witness for "), let range = text.range(of: #"^[A-Za-z]+ value witness for "#, options: .regularExpression) {
             let witness = text[range].dropLast(" value witness for ".count)
             return prefix + witness + " for " + type(String(text[range.upperBound...]))
         }
@@ -73,7 +73,7 @@ public enum SwiftNames {
            let range = text.range(of: #"^(outlined variable|default argument) #?[0-9]+ of "#, options: .regularExpression) {
             return prefix + text[range] + entity(String(text[range.upperBound...]))
         }
-        if text.contains(" for "), let glue = witnessTableGlue(text) { return prefix + glue }
+        if text.includes(" for "), let glue = witnessTableGlue(text) { return prefix + glue }
         return prefix + entity(text)
     }
 
@@ -86,7 +86,7 @@ public enum SwiftNames {
         let segments = topLevelSplit(removingDiscriminators(demangled), " in ")
         return segments.contains { segment in
             let parts = topLevelSplit(segment, " -> ")
-            return parts.count > 1 && (parts[parts.count - 2].hasSuffix(" async") || parts[parts.count - 2].contains(") async throws"))
+            return parts.count > 1 && (parts[parts.count - 2].hasSuffix(" async") || parts[parts.count - 2].includes(") async throws"))
         }
     }
 
@@ -94,7 +94,7 @@ public enum SwiftNames {
     private static func witnessTableGlue(_ text: String) -> String? {
         func withoutConformance(_ text: String) -> String {
             let parts = topLevelSplit(text, " : ")
-            return parts.count > 1 && parts.last!.contains(" in ") ? parts.dropLast().joined(separator: " : ") : text
+            return parts.count > 1 && parts.last!.includes(" in ") ? parts.dropLast().joined(separator: " : ") : text
         }
         for word in ["lazy protocol witness table accessor for type ", "lazy protocol witness table cache variable for type "]
         where text.hasPrefix(word) {
@@ -132,9 +132,9 @@ public enum SwiftNames {
             // type runs on to the next " in "; that part belongs to the return type.
             let returned = topLevelSplit(segment, " -> ")
             index += 1
-            if returned.count > 1, let type = returned.last, !type.contains("."), let first = type.first, first.isLetter,
+            if returned.count > 1, let type = returned.last, !type.includes("."), let first = type.first, first.isLetter,
                !isGenericParameter(type) {
-                while index < segments.count, segments[index].contains("#"),
+                while index < segments.count, segments[index].includes("#"),
                       segments[index].range(of: #"#[0-9]+$"#, options: .regularExpression) != nil { index += 1 }
                 index += 1
             }
@@ -144,7 +144,7 @@ public enum SwiftNames {
 
     private static func simplifiedSegment(_ segment: String, isOutermost: Bool, isContext: Bool) -> String {
         // Closures: the signature goes.
-        if segment.contains("closure #"), let range = segment.range(of: #"^(@objc )?(implicit )?closure #[0-9]+"#, options: .regularExpression) {
+        if segment.includes("closure #"), let range = segment.range(of: #"^(@objc )?(implicit )?closure #[0-9]+"#, options: .regularExpression) {
             return String(segment[range])
         }
         var text = segment
@@ -228,8 +228,11 @@ public enum SwiftNames {
     static func type(_ text: String) -> String {
         if topLevelSplit(text, " in ").count > 1 { return entity(text) }
         guard let paths = Patterns.qualifiedPath else { return text }
-        var out = text.replacingOccurrences(of: #"\(extension in [A-Za-z0-9_]+\):"#, with: "", options: .regularExpression)
-        out = out.replacingOccurrences(of: #"< where [^<>]*>"#, with: "<>", options: .regularExpression)
+        var out = text
+        if out.includes("(extension in ") {
+            out = out.replacingOccurrences(of: #"\(extension in [A-Za-z0-9_]+\):"#, with: "", options: .regularExpression)
+        }
+        if out.includes("< where ") { out = out.replacingOccurrences(of: #"< where [^<>]*>"#, with: "<>", options: .regularExpression) }
         let text = out
         let matches = paths.matches(in: text, range: NSRange(text.startIndex..., in: text))
         for match in matches.reversed() {
@@ -252,7 +255,7 @@ public enum SwiftNames {
     }
 
     static func removingDiscriminators(_ text: String) -> String {
-        guard text.contains(" in _") else { return text }
+        guard text.includes(" in _") else { return text }
         return text.replacingOccurrences(of: #"\(([^()\s]+) in _[0-9A-F]{32}\)"#, with: "$1", options: .regularExpression)
     }
 
