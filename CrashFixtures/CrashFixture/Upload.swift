@@ -104,12 +104,29 @@ enum UploadMode: String, CaseIterable {
     case handleURL = "handle-url"
 }
 
+/// VmRSS and VmHWM (the peak) of this process in KiB, from /proc/self/status (tools/bench-rss).
+func memoryKiB() -> (resident: Int, peak: Int) {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    func field(_ name: String) -> Int {
+        status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+            .flatMap { Int($0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? -1
+    }
+    return (field("VmRSS"), field("VmHWM"))
+}
+
 func runUploadMode(_ mode: UploadMode, reportsDirectory: String) -> Never {
+    let printsMemory = environment["CRASH_FIXTURE_PRINT_RSS"] == "1"
+    let beforeStart = memoryKiB()
     try! CrashReporter.start(fixtureConfiguration(reportsDirectory))
+    if printsMemory { say("rss_before_start_kib=\(beforeStart.resident) rss_after_start_kib=\(memoryKiB().resident)") }
     switch mode {
     case .uploadPass:
         _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(environment["CRASH_FIXTURE_WAIT_S"].flatMap(Int.init) ?? 60))
         say(statusLine())
+        if printsMemory {
+            let after = memoryKiB()
+            say("rss_after_pass_kib=\(after.resident) peak_kib=\(after.peak)")
+        }
     case .startThenStatus:
         say(statusLine())
     case .uploadThenWaitForKill:
