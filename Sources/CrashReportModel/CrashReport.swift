@@ -100,64 +100,53 @@ public struct CrashReport: Sendable, Codable, Equatable {
         }
     }
 
-    public var recordID: String
-    public var appID: String
-    public var appVersion: String
-    public var processID: Int32
-    /// A forked child's crash: the parent's pid and record id.
-    public var forkedFromProcessID: Int32?
-    public var forkedFromRecordID: String?
-    public var timestamp: Date
-    public var architecture: String
-    public var signal: CrashRecord.Signal?
+    /// The record as the handler (or the app) wrote it: every fact that symbolication does not
+    /// change is read from it, not copied.
+    public var record: CrashRecord
     /// One line a person reads first: the Swift fatal-error message, the inlined "Swift runtime
     /// failure: …" at a -O trap, or the signal's meaning.
     public var reason: String
-    public var fatalMessage: String?
     public var crashedThread: Thread
     /// Every other thread at the crash, in the record's order (empty in records before version 2).
     public var otherThreads: [Thread] = []
-    public var stack: CrashRecord.Stack?
     public var images: [Image]
+
+    public init(record: CrashRecord, reason: String, crashedThread: Thread, otherThreads: [Thread] = [], images: [Image]) {
+        self.record = record
+        self.reason = reason
+        self.crashedThread = crashedThread
+        self.otherThreads = otherThreads
+        self.images = images
+    }
+
+    // The record's facts, by the names reports give them.
+    public var recordID: String { record.id }
+    public var appID: String { record.appID }
+    public var appVersion: String { record.appVersion }
+    public var processID: Int32 { record.processID }
+    /// A forked child's crash: the parent's pid and record id.
+    public var forkedFromProcessID: Int32? { record.forkedFromProcessID }
+    public var forkedFromRecordID: String? { record.forkedFromRecordID }
+    public var timestamp: Date { record.timestamp }
+    public var architecture: String { record.architecture }
+    public var signal: CrashRecord.Signal? { record.signal }
+    public var fatalMessage: String? { record.fatalMessage }
+    public var stack: CrashRecord.Stack? { record.stack }
     /// Where the record's module table came from ("link_map": read at the crash; "install": the
     /// table made at start, because the walk failed); nil in records without a modules line.
-    public var moduleTableSource: String?
-    public var nestedCrash: CrashRecord.NestedCrash?
-    public var watchdog: CrashRecord.Watchdog?
-    public var isPartial: Bool
-    public var problems: [String]
-    public var userID: String?
-    public var customKeys: [CrashRecord.CustomKey] = []
-    public var breadcrumbs: [CrashRecord.Breadcrumb] = []
-    public var termination: CrashRecord.Termination?
-    public var hang: CrashRecord.Hang?
-    public var terminationAfterHang: CrashRecord.TerminationHang?
-    public var nonFatalError: CrashRecord.NonFatalError?
-    public var customDataJSON: String?
-
-    public init(
-        recordID: String, appID: String, appVersion: String, processID: Int32, timestamp: Date,
-        architecture: String, signal: CrashRecord.Signal?, reason: String, fatalMessage: String?,
-        crashedThread: Thread, stack: CrashRecord.Stack?, images: [Image],
-        nestedCrash: CrashRecord.NestedCrash?, watchdog: CrashRecord.Watchdog?, isPartial: Bool, problems: [String]
-    ) {
-        self.recordID = recordID
-        self.appID = appID
-        self.appVersion = appVersion
-        self.processID = processID
-        self.timestamp = timestamp
-        self.architecture = architecture
-        self.signal = signal
-        self.reason = reason
-        self.fatalMessage = fatalMessage
-        self.crashedThread = crashedThread
-        self.stack = stack
-        self.images = images
-        self.nestedCrash = nestedCrash
-        self.watchdog = watchdog
-        self.isPartial = isPartial
-        self.problems = problems
-    }
+    public var moduleTableSource: String? { record.moduleTable?.source }
+    public var nestedCrash: CrashRecord.NestedCrash? { record.nestedCrash }
+    public var watchdog: CrashRecord.Watchdog? { record.watchdog }
+    public var isPartial: Bool { record.isPartial }
+    public var problems: [String] { record.problems }
+    public var userID: String? { record.userID }
+    public var customKeys: [CrashRecord.CustomKey] { record.customKeys }
+    public var breadcrumbs: [CrashRecord.Breadcrumb] { record.breadcrumbs }
+    public var termination: CrashRecord.Termination? { record.termination }
+    public var hang: CrashRecord.Hang? { record.hang }
+    public var terminationAfterHang: CrashRecord.TerminationHang? { record.terminationAfterHang }
+    public var nonFatalError: CrashRecord.NonFatalError? { record.nonFatalError }
+    public var customDataJSON: String? { record.customDataJSON }
 }
 
 extension CrashRecord.Signal {

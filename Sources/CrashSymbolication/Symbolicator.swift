@@ -63,26 +63,10 @@ public final class Symbolicator: Symbolicating {
         }
 
         let thread = record.thread
-        var report = CrashReport(
-            recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: record.processID,
-            timestamp: record.timestamp, architecture: record.architecture, signal: record.signal,
-            reason: reason(record, frames), fatalMessage: record.fatalMessage,
+        return CrashReport(
+            record: record, reason: reason(record, frames),
             crashedThread: .init(id: thread?.id ?? 0, name: thread?.name ?? "", isMain: thread?.isMain ?? false, frames: frames),
-            stack: record.stack, images: images, nestedCrash: record.nestedCrash, watchdog: record.watchdog,
-            isPartial: record.isPartial, problems: record.problems)
-        report.otherThreads = others
-        report.moduleTableSource = record.moduleTable?.source
-        report.forkedFromProcessID = record.forkedFromProcessID
-        report.forkedFromRecordID = record.forkedFromRecordID
-        report.userID = record.userID
-        report.customKeys = record.customKeys
-        report.breadcrumbs = record.breadcrumbs
-        report.termination = record.termination
-        report.hang = record.hang
-        report.terminationAfterHang = record.terminationAfterHang
-        report.nonFatalError = record.nonFatalError
-        report.customDataJSON = record.customDataJSON
-        return report
+            otherThreads: others, images: images)
     }
 
     /// One thread's frames, inlined frames expanded; notes which modules were looked up.

@@ -200,10 +200,7 @@ extension LeakCorpusTests {
         var bodies: [(String, Data)] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted() where name.hasSuffix(".crash") {
             guard let record = try? CrashRecord(data: Data(contentsOf: corpus.appendingPathComponent(name)), source: name) else { continue }
-            let report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
-                                     timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
-                                     fatalMessage: record.fatalMessage, crashedThread: .init(id: 1, name: "main", isMain: true, frames: []),
-                                     stack: nil, images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+            let report = CrashReport(record: record, reason: "reason", crashedThread: .init(id: 1, name: "main", isMain: true, frames: []), images: [])
             let payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
             bodies.append((name, try payload.encoded()))
         }

@@ -232,10 +232,7 @@ struct PipelineUnitTests {
         ]
         for (line, kind, type) in cases {
             let record = try CrashRecord(data: Data((header + "\n" + line + "\n{\"type\":\"end\"}\n").utf8), source: "test")
-            let report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
-                                     timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
-                                     fatalMessage: nil, crashedThread: .init(id: 1, name: "", isMain: true, frames: []), stack: nil,
-                                     images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+            let report = CrashReport(record: record, reason: "reason", crashedThread: .init(id: 1, name: "", isMain: true, frames: []), images: [])
             let payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
             let entry = try #require(payload.crash_reports.first)
             #expect(entry.kind == kind && entry.exception_type == type, "\(kind)")
@@ -268,10 +265,7 @@ struct PipelineUnitTests {
                                   end: Address(0x7f00_0010_0000), bias: Address(0x7f00_0000_0000),
                                   symbols: .recordedPath("/usr/lib/x86_64-linux-gnu/libc.so.6"), hasDebugInfo: false),
             ]
-            let report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
-                                     timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
-                                     fatalMessage: nil, crashedThread: .init(id: 1, name: "", isMain: true, frames: frames), stack: nil,
-                                     images: images, nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+            let report = CrashReport(record: record, reason: "reason", crashedThread: .init(id: 1, name: "", isMain: true, frames: frames), images: images)
             return PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report).crash_reports[0]
         }
         let stripped = entry(appHasDebugInfo: false, function: nil)
@@ -290,10 +284,8 @@ struct PipelineUnitTests {
             CrashReport.Frame(index: index, address: Address(0x5000 + UInt64(index)), module: "/srv/app/Server", moduleOffset: Address(0x4000),
                               function: function, symbol: nil, file: nil, line: nil, column: nil, isInlined: false, note: nil)
         }
-        var report = CrashReport(recordID: record.id, appID: record.appID, appVersion: record.appVersion, processID: 1,
-                                 timestamp: record.timestamp, architecture: "x86_64", signal: record.signal, reason: "reason",
-                                 fatalMessage: nil, crashedThread: .init(id: 1, name: "main", isMain: true, frames: [frame(0, "crash()")]),
-                                 stack: nil, images: [], nestedCrash: nil, watchdog: nil, isPartial: false, problems: [])
+        var report = CrashReport(record: record, reason: "reason",
+                                 crashedThread: .init(id: 1, name: "main", isMain: true, frames: [frame(0, "crash()")]), images: [])
         report.otherThreads = [
             .init(id: 2, name: "worker", isMain: false, frames: (0..<60).map { frame($0, "work\($0)()") }, state: "answered"),
             .init(id: 3, name: "masked", isMain: false, frames: [], state: "blocked_signal"),
