@@ -111,6 +111,31 @@ public struct CrashReport: Sendable, Codable, Equatable {
     public var otherThreads: [Thread] = []
     public var images: [Image]
 
+    private enum CodingKeys: String, CodingKey {
+        case record, reason, crashedThread, otherThreads, images
+        /// Written for readers of crashtool's JSON (the record's own is computed, so not encoded).
+        case isPartial
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        record = try container.decode(CrashRecord.self, forKey: .record)
+        reason = try container.decode(String.self, forKey: .reason)
+        crashedThread = try container.decode(Thread.self, forKey: .crashedThread)
+        otherThreads = try container.decodeIfPresent([Thread].self, forKey: .otherThreads) ?? []
+        images = try container.decode([Image].self, forKey: .images)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(record, forKey: .record)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(crashedThread, forKey: .crashedThread)
+        try container.encode(otherThreads, forKey: .otherThreads)
+        try container.encode(images, forKey: .images)
+        try container.encode(isPartial, forKey: .isPartial)
+    }
+
     public init(record: CrashRecord, reason: String, crashedThread: Thread, otherThreads: [Thread] = [], images: [Image]) {
         self.record = record
         self.reason = reason

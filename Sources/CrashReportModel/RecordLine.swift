@@ -3,7 +3,7 @@
 // - The reader (CrashRecord) switches over `RecordLineType`.
 // - The Swift writers (non-fatal reports, snapshots, hang reports, next-launch rewrites, the
 //   memory sidecar, crashtool) build their lines with `RecordLine`, which only takes the fields
-//   this schema names for the line's type.
+//   this schema names for the line's type (an assert in debug builds).
 // - The C writer (the signal handler, which cannot use any of this) is checked against it:
 //   `RecordLineType.problems(in:)` reads a whole record strictly, and every record a test fixture
 //   leaves behind goes through it (Tests/CrashTestSupport, FixtureRun.onlyRecord).
@@ -42,7 +42,8 @@ public enum RecordLineType: String, CaseIterable, Sendable {
     public struct Field: Sendable, Equatable {
         public let name: String
         public let kind: Kind
-        /// Every writer writes it, and the reader refuses the line without it.
+        /// Every writer writes it, and the reader refuses a typed line without it (the header's
+        /// fields are read with defaults).
         public let required: Bool
     }
 
@@ -79,7 +80,9 @@ public enum RecordLineType: String, CaseIterable, Sendable {
         case .modules:
             return [required("source", .string), required("count", .integer), optional("loader_state", .string),
                     optional("elapsed_ns", .unsigned)]
-        case .frame, .outer_frame, .async_frame:
+        case .frame:
+            return [required("index", .integer), required("address", .address), required("kind", .string)]
+        case .outer_frame, .async_frame:
             return [required("index", .integer), required("address", .address), optional("kind", .string)]
         case .stack:
             return [required("unwinder", .string), optional("frames", .integer), required("depth", .integer),
@@ -196,8 +199,9 @@ extension RecordLineType.Kind {
 }
 
 /// One record line as the Swift writers write it: `RecordLine(.hang).string("name", …).integer(…)`.
-/// Only the fields the schema names for the type are taken (a wrong name stops a debug build, and
-/// every writer runs in the tests); values are written in the kind the schema gives them.
+/// Only the fields the schema names for the type are taken (a wrong name or kind traps in a debug
+/// build, an assert; every writer runs in the tests, whose strict check also finds a required field
+/// left out); values are written in the kind the schema gives them.
 public struct RecordLine: Sendable {
     public let type: RecordLineType
     private var bytes: [UInt8]

@@ -290,6 +290,10 @@ struct CrashToolTests {
         #expect(text.contains(#""fixture-masked": blocks the signal that asks threads to unwind"#))
         let json = try crashtool(["symbolicate", "--format", "json", run.pendingRecords[0].path]).1
         #expect(try decodeReport(json).otherThreads.count == record.otherThreads.count)
+        // The shape README gives: the record under "record", isPartial beside it.
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect((object["record"] as? [String: Any])?["id"] as? String == record.id)
+        #expect(object["isPartial"] as? Bool == false)
     }
 
     @Test("a record whose module table is the one from start says so")

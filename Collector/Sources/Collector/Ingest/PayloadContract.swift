@@ -21,6 +21,10 @@ enum PayloadContract {
     /// and not null, of that kind.
     static var containers: Fields { parsed.containers }
 
+    /// Reads the schema (once): called when the server starts, so that a schema it cannot read
+    /// stops the collector there, not at the first upload that takes the checked way.
+    static func check() { _ = parsed }
+
     private static let parsed: (root: Fields, appMetadata: Fields, deviceMetadata: Fields, containers: Fields) = {
         do {
             return try read(OpenAPI.payloadSchema)

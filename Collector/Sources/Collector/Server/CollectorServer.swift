@@ -92,6 +92,7 @@ public enum CollectorServer {
                            refusals: RefusedUploads?, held: HeldAnswers, logger: Logger) -> Router<CollectorRequestContext> {
         let router = Router(context: CollectorRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware())
+        PayloadContract.check()   // the compiled-in schema read now, not at the first upload that needs it
         let ingest = Ingest(store: store, configuration: configuration, logger: logger)
         let read = ReadAPI(store: store, rule: configuration.alertRule)
         let dashboard = Dashboard(store: store, address: address, advertisedHost: configuration.advertisedHost,
