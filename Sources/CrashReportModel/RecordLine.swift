@@ -281,9 +281,10 @@ public struct RecordLine: Sendable {
             case UInt8(ascii: "\r"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
             case UInt8(ascii: "\t"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
             case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
+                // No table: this runs on the log path (an array here was an allocation a character).
+                func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 48 + value : 87 + value }
                 out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+                                        hexDigit(byte >> 4), hexDigit(byte & 15)])
             default: out.append(byte)   // UTF-8 passes through: JSON text may hold it as it is
             }
         }

@@ -96,6 +96,7 @@ struct RecordSchemaTests {
         #expect(record.customDataJSON == #"{"plan":"pro"}"#)
         #expect(record.termination?.kind == "abnormal")
         #expect(record.hasEnd && record.problems.isEmpty)
+        #expect(RecordLine.quoted("a\u{1}b\u{1f}\"\\") == #""a\u0001b\u001f\"\\""#)
     }
 
     @Test("the reader skips a newer writer's line type and still reads the rest")
