@@ -123,6 +123,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var count: Int
         /// "consistent", or "adding" / "deleting" when a dlopen or dlclose was under way.
         public var loaderState: String
+        /// With "link_map": how many objects, from the list's start, one read found as start saw
+        /// them (build-id included); the others were read one by one. Nil in older records.
+        public var unchanged: Int? = nil
         public var elapsedNanoseconds: UInt64?
     }
 
@@ -658,7 +661,8 @@ extension CrashRecord {
         case .modules:
             moduleTable = ModuleTable(
                 source: try Self.field(line, "source"), count: try Self.field(line, "count"),
-                loaderState: line["loader_state"] as? String ?? "", elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
+                loaderState: line["loader_state"] as? String ?? "", unchanged: line["unchanged"] as? Int,
+                elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
         case .nested_crash:
             nestedCrash = NestedCrash(
                 signal: try Self.int32(line, "signo"),

@@ -157,6 +157,9 @@ struct CrashFixtureTests {
         #expect(record.signal?.stackOverflow == nil, "not a stack overflow")
         #expect(record.stack?.unwinder == "libunwind")
         #expect(record.stack?.isTruncated == false)
+        // Nothing was loaded or unloaded since start: the whole list is confirmed in one read.
+        #expect(record.moduleTable?.source == "link_map")
+        #expect(record.moduleTable?.unchanged == record.modules.count, "\(String(describing: record.moduleTable))")
 
         let thread = try #require(record.thread)
         #expect(thread.isMain == expected.crashedOnMainThread)

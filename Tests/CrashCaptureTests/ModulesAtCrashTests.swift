@@ -50,6 +50,10 @@ struct ModulesAtCrashTests {
         #expect(table.source == "link_map")
         #expect(table.loaderState == "consistent")
         #expect(table.count == record.modules.count)
+        // The objects before the one closed since start are confirmed in one read; from there on
+        // the list is read object by object.
+        let unchanged = try #require(table.unchanged)
+        #expect(unchanged > 0 && unchanged < table.count, "unchanged \(unchanged) of \(table.count)")
 
         let plugin = try #require(record.modules.first { $0.path == libraries.plugin.path }, "modules: \(record.modules.map(\.path))")
         #expect(!plugin.buildID.isEmpty)
@@ -70,6 +74,7 @@ struct ModulesAtCrashTests {
         let record = try run.onlyRecord()
         #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
         #expect(record.moduleTable?.source == "link_map")
+        #expect(record.moduleTable?.unchanged == 0, "an object whose build-id differs from start's is not taken as unchanged")
         #expect(record.modules.count > 3)
         try checkModules(record)
         let frames = try LLVMSymbolizer.symbolize(record)

@@ -31,6 +31,13 @@ typedef struct live_scratch {
     uint8_t build_ids[CCR_MAX_MODULES][CCR_BUILD_ID_MAX];
     // The table's executable ranges, sorted by start, for ccr_modules_text_contains.
     ccr_text_range ranges[CCR_MAX_MODULES];
+    // The one read of the list as start saw it: r_debug, every node start copied, and their
+    // objects' build-ids (confirm_unchanged_prefix).
+    struct r_debug debug;
+    struct link_map maps[CCR_MAX_MODULES];
+    struct iovec batch_local[1 + 2 * CCR_MAX_MODULES], batch_remote[1 + 2 * CCR_MAX_MODULES];
+    // The table index of the node the walk met first (the main program), -1 when left out.
+    int main_index;
 } live_scratch;
 static live_scratch crash_scratch, hang_scratch;
 /// The install-time table's sorted ranges (ccr_modules_live_sort_install_ranges, at install).
@@ -184,27 +191,101 @@ static void verify_known_build_ids(live_scratch *x, int known_count) {
         m->build_id_length = 0;
         m->build_id_address = 0;
         m->text_start = m->text_end = 0;
-        int ok = x->known[k] == 0   // the main program: its headers from the auxiliary vector
+        int ok = x->known[k] == x->main_index   // the main program: its headers from the auxiliary vector
                      ? read_segments(x, m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m)
                      : read_object(x, m->bias, m);
         if (ok != 0) m->start = m->end = 0;   // unreadable: no range, so no frame is put in it
     }
 }
 
+/// Reads r_debug, the nodes start copied (ccr_modules_live.nodes) and their objects' build-ids in
+/// one process_vm_readv (several when there are more than IOV_MAX pieces), and returns how many
+/// nodes, from the list's start, are unchanged: reached by the same pointer, with the same bias,
+/// name pointer and dynamic section, and the same build-id bytes (an object unloaded and a rebuilt
+/// one loaded in its place differs there). Their entries in start's table hold for them. `*next`
+/// gets the pointer to the node after those (r_map when none is unchanged); `x->debug` holds
+/// r_debug. -1 when r_debug could not be read this way. Async-signal-safe.
+static int confirm_unchanged_prefix(live_scratch *x, uintptr_t *next) {
+    int nodes = atomic_load_explicit(&ccr_modules_live.node_count, memory_order_acquire);
+    int pieces = 0;
+    x->batch_local[pieces] = (struct iovec){.iov_base = &x->debug, .iov_len = sizeof x->debug};
+    x->batch_remote[pieces++] = (struct iovec){.iov_base = (void *)ccr_modules_live.r_debug, .iov_len = sizeof x->debug};
+    for (int i = 0; i < nodes; i++) {
+        x->batch_local[pieces] = (struct iovec){.iov_base = &x->maps[i], .iov_len = sizeof x->maps[i]};
+        x->batch_remote[pieces++] = (struct iovec){.iov_base = (void *)ccr_modules_live.nodes[i].address, .iov_len = sizeof x->maps[i]};
+    }
+    for (int i = 0; i < nodes; i++) {
+        const ccr_module *m = &ccr_global.modules[ccr_modules_live.nodes[i].module];
+        x->batch_local[pieces] = (struct iovec){.iov_base = x->build_ids[i], .iov_len = m->build_id_length};
+        x->batch_remote[pieces++] = (struct iovec){.iov_base = (void *)m->build_id_address, .iov_len = m->build_id_length};
+    }
+    // Each piece is complete only if every byte before its end was read: the kernel stops at the
+    // first piece it cannot read whole.
+    size_t got = 0;
+    for (int done = 0; done < pieces;) {
+        int chunk = pieces - done < 1024 ? pieces - done : 1024;   // IOV_MAX
+        size_t chunk_wanted = 0;
+        for (int i = done; i < done + chunk; i++) chunk_wanted += x->batch_local[i].iov_len;
+        long n = syscall(SYS_process_vm_readv, (long)ccr_global.pid, &x->batch_local[done], (long)chunk,
+                         &x->batch_remote[done], (long)chunk, 0L);
+        if (n > 0) got += (size_t)n;
+        if (n != (long)chunk_wanted) break;
+        done += chunk;
+    }
+    if (got < sizeof x->debug || x->debug.r_version < 1) return -1;
+    size_t node_end = sizeof x->debug, id_end = node_end + (size_t)nodes * sizeof x->maps[0];
+    uintptr_t pointer = (uintptr_t)x->debug.r_map;
+    int same = 0;
+    for (; same < nodes; same++) {
+        const ccr_link_node *saved = &ccr_modules_live.nodes[same];
+        const ccr_module *m = &ccr_global.modules[saved->module];
+        node_end += sizeof x->maps[0];
+        id_end += m->build_id_length;
+        if (got < node_end || got < id_end || pointer != saved->address) break;
+        const struct link_map *map = &x->maps[same];
+        int equal = (uintptr_t)map->l_addr == saved->l_addr && (uintptr_t)map->l_name == saved->l_name &&
+                    (uintptr_t)map->l_ld == saved->l_ld;
+        for (int b = 0; equal && b < m->build_id_length; b++) equal = x->build_ids[same][b] == m->build_id[b];
+        if (!equal) break;
+        pointer = (uintptr_t)map->l_next;
+    }
+    *next = pointer;
+    return same;
+}
+
 /// Walks the loader's list into `x`'s table. Returns the number of modules and points `*table` at
 /// them, or -1 when the list cannot be read; `*loader_state` gets r_debug's r_state
-/// (RT_CONSISTENT, RT_ADD, RT_DELETE) or -1. Async-signal-safe: process_vm_readv only, no loader
-/// lock.
-static int collect(live_scratch *x, const ccr_module **table, int *loader_state) {
+/// (RT_CONSISTENT, RT_ADD, RT_DELETE) or -1; `*unchanged` how many objects from the list's start
+/// were confirmed unchanged since start in one read. Async-signal-safe: process_vm_readv only, no
+/// loader lock.
+static int collect(live_scratch *x, const ccr_module **table, int *loader_state, int *unchanged) {
     *table = NULL;
     *loader_state = -1;
+    *unchanged = 0;
+    x->main_index = -1;
     if (ccr_modules_live.r_debug == 0) return -1;
-    struct r_debug debug;
-    if (read_exact(ccr_modules_live.r_debug, &debug, sizeof debug) != 0 || debug.r_version < 1) return -1;
-    *loader_state = (int)debug.r_state;
-    int count = 0, known_count = 0;
-    uintptr_t node = (uintptr_t)debug.r_map;
-    for (int visited = 0; node != 0; visited++) {
+    uintptr_t node = 0;
+    int same = confirm_unchanged_prefix(x, &node);
+    if (same < 0) {
+        if (read_exact(ccr_modules_live.r_debug, &x->debug, sizeof x->debug) != 0 || x->debug.r_version < 1) return -1;
+        same = 0;
+        node = (uintptr_t)x->debug.r_map;
+    }
+    *loader_state = (int)x->debug.r_state;
+    *unchanged = same;
+    if (same > 0) x->main_index = 0;
+    if (node == 0 && same > 0 && same == ccr_global.module_count) {
+        // The list is start's, whole and in start's order: start's table is the crash's.
+        int in_order = 1;
+        for (int i = 0; i < same && in_order; i++) in_order = ccr_modules_live.nodes[i].module == i;
+        if (in_order) {
+            *table = ccr_global.modules;
+            return same;
+        }
+    }
+    for (int i = 0; i < same; i++) memcpy(&x->table[i], &ccr_global.modules[ccr_modules_live.nodes[i].module], sizeof x->table[i]);
+    int count = same, known_count = 0;
+    for (int visited = same; node != 0; visited++) {
         // More nodes than the table holds (or a cycle): the list is not what it should be.
         if (visited >= CCR_MAX_MODULES) return -1;
         struct link_map map;
@@ -213,6 +294,7 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state)
         const ccr_module *known = known_module(&map, count);
         if (known != NULL) {   // loaded before start and still there: only its build-id is read again, below
             memcpy(m, known, sizeof *m);
+            if (visited == 0) x->main_index = count;
             if (m->build_id_length > 0 && m->build_id_address != 0) x->known[known_count++] = count;
             count++;
             node = (uintptr_t)map.l_next;
@@ -227,6 +309,7 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state)
             // program headers come from the auxiliary vector (saved at install) and its path too.
             memcpy(m->path, ccr_modules_live.executable_path, sizeof m->path);
             ok = read_segments(x, m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m) == 0;
+            if (ok) x->main_index = count;
         } else {
             ok = read_object(x, m->bias, m) == 0;
         }
@@ -305,12 +388,12 @@ int ccr_modules_written(const ccr_module **table) {
 
 static void write_modules(ccr_writer *w, live_scratch *x) {
     const ccr_module *table = NULL;
-    int loader_state = -1;
+    int loader_state = -1, unchanged = 0;
     uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
     // The hang table is rewritten in place by each capture: meanwhile its readers (the frame
     // checks of answering threads) use the install-time table.
     if (x == &hang_scratch) atomic_store(&hang_written, NULL);
-    int count = collect(x, &table, &loader_state);
+    int count = collect(x, &table, &loader_state, &unchanged);
     const char *source = "link_map";
     if (count < 0) {
         table = ccr_global.modules;
@@ -337,6 +420,10 @@ static void write_modules(ccr_writer *w, live_scratch *x) {
     // RT_CONSISTENT 0, RT_ADD 1, RT_DELETE 2: a dlopen or dlclose was under way at the crash.
     ccr_writer_json_string(w, loader_state == RT_CONSISTENT ? "consistent" : loader_state == RT_ADD ? "adding"
                               : loader_state == RT_DELETE ? "deleting" : "unknown", 16);
+    if (count >= 0 && source[0] == 'l') {
+        ccr_writer_key(w, "unchanged", 0);
+        ccr_writer_int(w, unchanged);
+    }
     ccr_writer_key(w, "elapsed_ns", 0);
     ccr_writer_uint(w, ccr_now_ns(CLOCK_MONOTONIC) - started);
     ccr_writer_text(w, "}\n");

@@ -3,10 +3,21 @@
 #ifndef CCR_MODULES_LIVE_H
 #define CCR_MODULES_LIVE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "ccr_state.h"
 #include "ccr_writer.h"
+
+/// One node of the loader's list as `start` saw it: its address and the fields the crash-time walk
+/// compares (bias, name pointer, dynamic section), and the install-time table's entry for it.
+typedef struct ccr_link_node {
+    uintptr_t address;
+    uintptr_t l_addr;
+    uintptr_t l_name;
+    uintptr_t l_ld;
+    int module;                   // index in ccr_global.modules
+} ccr_link_node;
 
 /// Written at install (Setup/ccr_modules.c); read lock-free at crash time.
 typedef struct ccr_modules_live_state {
@@ -14,6 +25,13 @@ typedef struct ccr_modules_live_state {
     uintptr_t executable_phdr;    // AT_PHDR: the main program's program headers
     int executable_phnum;         // AT_PHNUM
     char executable_path[CCR_MODULE_PATH_MAX];
+    /// The loader's list at install, read under the loader lock (in dl_iterate_phdr's callback),
+    /// up to its first object the install-time table does not have. The crash-time walk reads all
+    /// these nodes and their build-ids in one process_vm_readv and takes, from the list's start,
+    /// every object found unchanged from this copy; it walks node by node only from the first
+    /// change. `node_count` is stored (release) after the nodes.
+    ccr_link_node nodes[CCR_MAX_MODULES];
+    _Atomic int node_count;
 } ccr_modules_live_state;
 
 extern ccr_modules_live_state ccr_modules_live;

@@ -18,9 +18,46 @@ static void read_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) *not
                             note->p_align == 8 ? 8 : 4, m);
 }
 
+/// The loader's list, node by node, into ccr_modules_live.nodes (not yet published). Called from
+/// the first dl_iterate_phdr callback: the loader holds its lock there, so the list cannot change
+/// and its nodes cannot be freed while they are read with plain loads.
+static int copied_nodes;
+static void copy_loader_list(void) {
+    copied_nodes = 0;
+    const struct link_map *node = _r_debug.r_version >= 1 ? _r_debug.r_map : NULL;
+    for (; node != NULL && copied_nodes < CCR_MAX_MODULES; node = node->l_next) {
+        ccr_link_node *n = &ccr_modules_live.nodes[copied_nodes++];
+        n->address = (uintptr_t)node;
+        n->l_addr = (uintptr_t)node->l_addr;
+        n->l_name = (uintptr_t)node->l_name;
+        n->l_ld = (uintptr_t)node->l_ld;
+        n->module = -1;
+    }
+}
+
+/// Gives each copied node its entry in the install-time table (same bias, name pointer and dynamic
+/// section, as the crash-time walk recognises objects) and publishes the nodes up to the first
+/// without one (or without a build-id to check again at the crash).
+static void publish_loader_list(void) {
+    int usable = 0;
+    for (; usable < copied_nodes; usable++) {
+        ccr_link_node *n = &ccr_modules_live.nodes[usable];
+        for (int i = 0; i < ccr_global.module_count && n->module < 0; i++) {
+            const ccr_module *m = &ccr_global.modules[(usable + i) % ccr_global.module_count];
+            if (m->bias == n->l_addr && m->name_address == n->l_name && m->dynamic != 0 && m->dynamic == n->l_ld &&
+                m->build_id_length > 0 && m->build_id_address != 0) {
+                n->module = (usable + i) % ccr_global.module_count;
+            }
+        }
+        if (n->module < 0) break;
+    }
+    atomic_store_explicit(&ccr_modules_live.node_count, usable, memory_order_release);
+}
+
 static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
     (void)size;
     (void)unused;
+    if (ccr_global.module_count == 0) copy_loader_list();
     if (ccr_global.module_count >= CCR_MAX_MODULES) return 1;
     ccr_module *m = &ccr_global.modules[ccr_global.module_count];
     memset(m, 0, sizeof *m);
@@ -59,7 +96,9 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
 }
 
 void ccr_modules_record(void) {
+    atomic_store(&ccr_modules_live.node_count, 0);
     ccr_global.module_count = 0;
+    copied_nodes = 0;
     dl_iterate_phdr(record_module, NULL);
     // For the crash-time walk of the loader's list (CrashTime/ccr_modules_live.c): where the list
     // is, and what the loader does not say about the main program (its headers and path).
@@ -68,6 +107,7 @@ void ccr_modules_record(void) {
     if (ccr_global.test_misbehaviour == 8) {   // test: every build-id kept at start is stale (as for a rebuilt library reloaded in place)
         for (int i = 0; i < ccr_global.module_count; i++) ccr_global.modules[i].build_id[0] ^= 0xFF;
     }
+    publish_loader_list();
     ccr_modules_live_sort_install_ranges();
     ccr_modules_live.executable_phdr = (uintptr_t)getauxval(AT_PHDR);
     ccr_modules_live.executable_phnum = (int)getauxval(AT_PHNUM);
