@@ -384,11 +384,13 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
 /// A slot whose thread may still store a walk. Async-signal-safe.
 /// One of this library's own threads (marked by ccr_threads_mark_reporter): idle or sending,
 /// never what a crash is about, so not worth a round trip. Async-signal-safe.
-static int is_reporter_thread(int tid) {
+/// Its name, as it set it when marked, or NULL when `tid` is not one of them. Async-signal-safe.
+static const char *reporter_thread_name(int tid) {
+    if (tid == ccr_global.watchdog_tid) return "crash-watchdog";
     for (int i = 0; i < CCR_REPORTER_THREADS; i++) {
-        if (atomic_load_explicit(&ccr_threads.reporter_tids[i], memory_order_relaxed) == tid) return 1;
+        if (atomic_load_explicit(&ccr_threads.reporter_tids[i], memory_order_acquire) == tid) return ccr_threads.reporter_names[i];
     }
-    return 0;
+    return NULL;
 }
 
 static int still_pending(int state) {
@@ -451,11 +453,15 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
     for (int i = 0; i < count; i++) {
         ccr_listed_thread *t = &c->listed[i];
         t->slot = -1;
-        read_name(t->tid, t->name);
-        if (t->tid == ccr_global.watchdog_tid || is_reporter_thread(t->tid)) {
+        const char *reporter = reporter_thread_name(t->tid);
+        if (reporter != NULL) {   // named by this library: no /proc read, never asked
+            int b = 0;
+            for (; b < 15 && reporter[b]; b++) t->name[b] = reporter[b];
+            for (; b < 17; b++) t->name[b] = '\0';
             t->state = LISTED_REPORTER;
             continue;
         }
+        read_name(t->tid, t->name);
         int blocked = signal_ours ? blocks_signal(c, t->tid, ccr_threads.signo) : 0;
         if (blocked > 0 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
         // Take a slot no late answer is writing into: a compare-and-swap from the state seen, so

@@ -84,6 +84,9 @@ typedef struct ccr_threads_state {
     int frames;              // frames kept per other thread
     int wait_ms;             // longest total wait for answers
     atomic_int reporter_tids[CCR_REPORTER_THREADS];   // this library's own threads: listed, never asked
+    /// Their names (set with PR_SET_NAME when marked): written before the tid is stored, so a
+    /// crash that finds the tid writes the name without reading /proc. -1 in a tid: being marked.
+    char reporter_names[CCR_REPORTER_THREADS][16];
     atomic_int hang_capturing;   // 1 while a hang capture runs (one at a time)
     /// Threads in their answer handler (their own signal blocked there), which look for a crash's
     /// ask themselves: a crash asks them though their mask says they block the signal.

@@ -2,6 +2,7 @@
 // to unwind itself and installs its handler. Runs after the crash handlers are installed; a
 // failure here leaves crash capture working with the crashing thread only.
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <string.h>
 
@@ -67,10 +68,20 @@ int ccr_thread_capture_signal(void) {
     return ccr_threads.enabled ? ccr_threads.signo : 0;
 }
 
-void ccr_threads_mark_reporter(void) {
+void ccr_threads_mark_reporter(const char *name) {
     int tid = ccr_gettid();
+    char short_name[16] = {0};
+    strncpy(short_name, name ? name : "crash-reporter", sizeof short_name - 1);
+    prctl(PR_SET_NAME, short_name, 0, 0, 0);
+    for (int i = 0; i < CCR_REPORTER_THREADS; i++) {
+        if (atomic_load(&ccr_threads.reporter_tids[i]) == tid) return;
+    }
     for (int i = 0; i < CCR_REPORTER_THREADS; i++) {
         int expected = 0;
-        if (atomic_compare_exchange_strong(&ccr_threads.reporter_tids[i], &expected, tid) || expected == tid) return;
+        // Claimed (-1, which no thread has), named, then published with the tid.
+        if (!atomic_compare_exchange_strong(&ccr_threads.reporter_tids[i], &expected, -1)) continue;
+        memcpy(ccr_threads.reporter_names[i], short_name, sizeof short_name);
+        atomic_store(&ccr_threads.reporter_tids[i], tid);
+        return;
     }
 }

@@ -55,9 +55,11 @@ int ccr_module_count(void);
 int ccr_thread_capture_signal(void);
 
 /// Marks the calling thread as one of this library's own (the upload pipeline, the memory
-/// sampler): a crash lists it as `crash_reporter` without asking it to unwind itself, as it does
-/// the watchdog. At most 8; later calls are ignored. Lock-free.
-void ccr_threads_mark_reporter(void);
+/// sampler) and names it `name` (at most 15 bytes; "crash-…", so that gdb, top -H and the record
+/// say whose it is): a crash lists it as `crash_reporter` without asking it to unwind itself, as
+/// it does the watchdog, and without reading its name from /proc. At most 8; later calls are
+/// ignored. Lock-free.
+void ccr_threads_mark_reporter(const char *name);
 
 /// The calling thread's id (gettid(2)). Async-signal-safe.
 int ccr_gettid(void);

@@ -172,7 +172,7 @@ public enum CrashReporter {
                 state.context.map { makeHangMonitor(hangs, context: $0, uploader: uploader) }
             }
             state.recovery = BackgroundWork {
-                ccr_threads_mark_reporter()   // listed at a crash, not asked to unwind (like the watchdog)
+                ccr_threads_mark_reporter("crash-pipeline")   // listed at a crash, not asked to unwind (like the watchdog)
                 hangMonitor?.start()           // its thread made here, not on the caller's
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
                 uploader.run(recovery: recovery)

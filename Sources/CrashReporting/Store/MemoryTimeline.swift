@@ -136,7 +136,7 @@ final class MemorySampler: @unchecked Sendable {
         }
         sample()
         let thread = Thread { [self] in
-            ccr_threads_mark_reporter()
+            ccr_threads_mark_reporter("crash-memory")
             while true {
                 let components = interval.components
                 var pause = timespec(tv_sec: Int(components.seconds), tv_nsec: Int(components.attoseconds / 1_000_000_000))
