@@ -1,6 +1,9 @@
 // C helpers for the crash fixtures. Each is noinline so it is its own frame in the stack.
 #include "CFixtureSupport.h"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -402,4 +406,39 @@ __attribute__((noinline)) void cfs_call_frameless_leaf(void) { cfs_frameless_lea
 
 int cfs_gettid(void) {
     return (int)syscall(SYS_gettid);
+}
+
+long long cfs_sync_floor_ns(const char *directory, long size, int idle_ms) {
+    static char prefill[64 * 1024], record[64 * 1024];
+    if (size <= 0 || size > (long)sizeof record) return -1;
+    char new_path[4096], pending_path[4096];
+    snprintf(new_path, sizeof new_path, "%s/new", directory);
+    snprintf(pending_path, sizeof pending_path, "%s/pending", directory);
+    mkdir(directory, 0700);
+    mkdir(new_path, 0700);
+    mkdir(pending_path, 0700);
+    snprintf(new_path, sizeof new_path, "%s/new/floor.crash", directory);
+    snprintf(pending_path, sizeof pending_path, "%s/pending/floor.crash", directory);
+    memset(prefill, '\n', sizeof prefill);
+    memset(record, 'x', (size_t)size);
+    record[size - 1] = '\n';
+    int fd = open(new_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    if (write(fd, prefill, sizeof prefill) != (ssize_t)sizeof prefill || fdatasync(fd) != 0) return -1;
+    lseek(fd, 0, SEEK_SET);
+    struct timespec a, b;
+    if (idle_ms > 0) {
+        usleep((useconds_t)idle_ms * 1000);
+        // A crash handler reaches its sync with the CPU busy (it has been writing the record for
+        // half a millisecond): spin 1 ms so that the CPU's wake-up from idle is not counted here.
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        do clock_gettime(CLOCK_MONOTONIC, &b);
+        while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < 1000000LL);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    if (write(fd, record, (size_t)size) != size || fdatasync(fd) != 0 || rename(new_path, pending_path) != 0) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    close(fd);
+    unlink(pending_path);
+    return (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
 }

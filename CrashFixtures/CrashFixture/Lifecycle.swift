@@ -1,4 +1,5 @@
 // Non-crashing fixture modes: how `start` behaves around errors and process ends.
+import CFixtureSupport
 import CrashReporting
 import Foundation
 import Glibc
@@ -16,6 +17,10 @@ enum LifecycleMode: String, CaseIterable {
     case waitForKill = "wait-for-kill"
     /// Times one `start` and prints "start-ns <n>" (for tools/bench-capture).
     case startCost = "start-cost"
+    /// No CrashReporter: times the disk's own write + fdatasync + rename of a record of
+    /// CRASH_FIXTURE_FLOOR_SIZE bytes after CRASH_FIXTURE_FLOOR_IDLE_MS of idling, and prints
+    /// "floor-ns <n>" (for tools/bench-capture).
+    case syncFloor = "sync-floor"
     /// Starts, waits for the previous sessions to be processed, and exits normally.
     case relaunch = "relaunch"
     /// Starts, logs context (a screen view, an action, 700 breadcrumbs, keys, a user), prints
@@ -212,6 +217,12 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         try! CrashReporter.start(fresh)
         let after = monotonicNanoseconds()
         print("start-ns \(after - before) configuration-ns \(before - configured)")
+        exit(0)
+    case .syncFloor:
+        let environment = ProcessInfo.processInfo.environment
+        let size = environment["CRASH_FIXTURE_FLOOR_SIZE"].flatMap(Int.init) ?? 10_000
+        let idle = environment["CRASH_FIXTURE_FLOOR_IDLE_MS"].flatMap(Int32.init) ?? 0
+        print("floor-ns \(cfs_sync_floor_ns(reportsDirectory, size, idle))")
         exit(0)
     case .relaunch:
         try! CrashReporter.start(configuration)

@@ -63,6 +63,13 @@ void cfs_call_null_function_pointer(void);
 /// Names the calling OS thread (pthread_setname_np; at most 15 bytes).
 void cfs_name_current_thread(const char *name);
 
+/// The disk's own cost of what a crash handler does to make its record durable, for
+/// tools/bench-capture: prefills `directory`/new/floor.crash with 64 KiB and syncs it (as start
+/// does), idles `idle_ms` (a process runs a while before it crashes) and then keeps the CPU busy
+/// for 1 ms (as the handler does before its sync), then times the overwrite of
+/// `size` bytes + fdatasync + rename to `directory`/pending/. Nanoseconds, or -1.
+long long cfs_sync_floor_ns(const char *directory, long size, int idle_ms);
+
 #pragma clang assume_nonnull end
 
 #endif
