@@ -302,6 +302,11 @@ if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
         FileHandle.standardError.write(Data("CrashReporter.start failed: \(error)\n".utf8))
         exit(4)
     }
+    if fixture == .dlopenedLibraryCrash {
+        // Start's table is made on the pipeline's thread just after start returns: the libraries
+        // this fixture closes and opens "after start" are changed after that table.
+        _ = ccr_wait_for_deferred_setup(2000)
+    }
 }
 
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_STEADY_STATE"] == "1" {

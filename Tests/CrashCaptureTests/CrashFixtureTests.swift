@@ -286,6 +286,20 @@ struct HandlerFailureTests {
         try checkModules(record)   // written with the fixed facts, before the fault
     }
 
+    @Test("without libunwind, start still succeeds and a crash right after it is recorded by frame pointers, saying why", arguments: BuildConfiguration.allCases)
+    func withoutLibunwind(_ configuration: BuildConfiguration) throws {
+        // libunwind is loaded on the pipeline's thread after start returns; the crash waits for
+        // that load, which fails here: the stack comes from the saved frame pointers.
+        let run = try FixtureRun.run("null-pointer-write", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "libunwind-missing"])
+        let record = try run.onlyRecord()
+        #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+        #expect(record.stack?.unwinder == "frame-pointer (libunwind not loaded)")
+        #expect(run.standardError.contains("cannot load libunwind.so.8"), "stderr: \(run.standardError.prefix(600))")
+        #expect(record.moduleTable?.source == "link_map" && record.moduleTable?.unchanged == record.modules.count)
+        try checkModules(record)
+        _ = checkOrder(["cfs_write_null_pointer"], in: try LLVMSymbolizer.symbolize(record))
+    }
+
     @Test("a NULL function pointer call finished by the watchdog's frame-pointer walk: frame 0 is 0x0, the caller is frame 1")
     func nullPCFramePointerWalk() throws {
         let run = try FixtureRun.run("null-function-pointer-call", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])

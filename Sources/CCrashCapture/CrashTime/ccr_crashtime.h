@@ -40,6 +40,12 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 /// file under its numbers): libunwind is then not used, since it would read from, close and write
 /// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).
 int ccr_libunwind_pipe_intact(void);
+/// 1 when libunwind is loaded and usable; with `may_wait`, a load deferred to a background thread
+/// and not yet done is waited for (at most 50 ms). Async-signal-safe.
+int ccr_libunwind_ready(int may_wait);
+/// The `stack` line's unwinder when the crashing thread's stack came from frame pointers instead
+/// of libunwind: which of its conditions failed. Async-signal-safe.
+const char *ccr_libunwind_fallback_reason(void);
 
 /// The outermost frames of the crashing thread's last libunwind walk, when it was deeper than the
 /// frames kept: up to CCR_OUTER_FRAMES addresses, outermost last, and the true index of the

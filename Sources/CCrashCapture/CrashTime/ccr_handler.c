@@ -418,6 +418,9 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer *w = &handler_writer;
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
+    // Right after start, the module table and libunwind may still be being made on a background
+    // thread (defer_libunwind): wait for them, at most 50 ms.
+    (void)ccr_libunwind_ready(1);
     ccr_record_write_modules_at_crash(w);   // the loader's list now, else the table from start
     if (!ccr_global.forked_from_pid) ccr_record_write_requests(w, tid, started);   // a child's are the parent's
     ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
@@ -439,8 +442,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     if (kept < 0) {
         kept = ccr_unwind_frame_pointers_from(c->pc, c->sp, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
-        ccr_record_write_stack(w, ccr_libunwind_pipe_intact() ? "frame-pointer" : "frame-pointer (libunwind's pipe was replaced)",
-                               kept, depth, 0, 0);
+        ccr_record_write_stack(w, ccr_libunwind_fallback_reason(), kept, depth, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
         const uintptr_t *outer = NULL;

@@ -4,6 +4,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -101,7 +102,9 @@ int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index) {
 
 int ccr_libunwind_pipe_intact(void) {
     const ccr_libunwind *u = &ccr_global.unwind;
-    if (u->pipe_fd[0] < 0) return 1;   // not known: as before
+    // Not known (another thread opened a file while libunwind took its pipe): as before, except
+    // in a forked child, which may have closed it and reused its numbers.
+    if (u->pipe_fd[0] < 0) return ccr_global.forked_from_pid == 0;
     for (int i = 0; i < 2; i++) {
         struct stat now;
         if (fstat(u->pipe_fd[i], &now) != 0 || !S_ISFIFO(now.st_mode) ||
@@ -110,6 +113,27 @@ int ccr_libunwind_pipe_intact(void) {
         }
     }
     return 1;
+}
+
+int ccr_libunwind_ready(int may_wait) {
+    int state = atomic_load_explicit(&ccr_global.unwind.state, memory_order_acquire);
+    // Loaded on a background thread after start (defer_libunwind): a crash before that finishes
+    // waits for it, at most 50 ms (the thread may be the one crashing, or absent in a child).
+    for (int waited = 0; may_wait && state == CCR_UNWIND_PENDING && waited < 50; waited++) {
+        poll(NULL, 0, 1);
+        state = atomic_load_explicit(&ccr_global.unwind.state, memory_order_acquire);
+    }
+    return state == CCR_UNWIND_READY;
+}
+
+const char *ccr_libunwind_fallback_reason(void) {
+    if (atomic_load_explicit(&ccr_global.unwind.state, memory_order_acquire) != CCR_UNWIND_READY) {
+        return "frame-pointer (libunwind not loaded)";
+    }
+    if (ccr_global.unwind.pipe_fd[0] < 0 && ccr_global.forked_from_pid != 0) {
+        return "frame-pointer (libunwind's pipe unknown in a forked child)";
+    }
+    return ccr_libunwind_pipe_intact() ? "frame-pointer" : "frame-pointer (libunwind's pipe was replaced)";
 }
 
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error) {
@@ -128,7 +152,9 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 #endif
     }
     uintptr_t inner_fp = 0;
-    if (u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
+    // The crashing thread (step_error given) may wait for a deferred load; an answering thread has
+    // its frame-pointer walk already and does not.
+    if (!ccr_libunwind_ready(step_error != NULL) || u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
     int kept = 0;
     int counted = 0;
     // A call through a NULL function pointer faults at pc 0, where no unwind info exists. The

@@ -81,6 +81,16 @@ static void close_record_file(void) {
     unlink(ccr_global.new_path);
 }
 
+/// pthread_atfork's prepare handler: lets a pending deferred libunwind load finish, so that a
+/// child does not inherit a load no thread of its own will finish.
+static void wait_for_deferred_libunwind(void) {
+    ccr_libunwind_wait_deferred(100);
+}
+
+int ccr_wait_for_deferred_setup(int max_ms) {
+    return ccr_libunwind_wait_deferred(max_ms);
+}
+
 static int start_watchdog(char *error, size_t capacity) {
     if (pipe2(ccr_global.watchdog_fd, O_CLOEXEC) != 0) {
         snprintf(error, capacity, "cannot create the watchdog pipe: %s", strerror(errno));
@@ -180,12 +190,21 @@ int ccr_install(const ccr_install_options *o, char *error, size_t capacity) {
     atomic_store(&ccr_global.stage, 0);
 
     if (open_record_file(o, error, capacity) != 0) return 3;
-    if (ccr_libunwind_load(error, capacity) != 0) {
+    if (o->defer_libunwind) {
+        ccr_libunwind_defer();   // loaded on the caller's background thread (ccr_libunwind_load_deferred)
+        // A child forked before that load finishes would have no thread to finish it: fork waits
+        // for it first (at most 100 ms).
+        static int fork_hook_registered;
+        if (!fork_hook_registered) fork_hook_registered = pthread_atfork(wait_for_deferred_libunwind, NULL, NULL) == 0;
+    } else if (ccr_libunwind_load(error, capacity) != 0) {
         close_record_file();
         return 4;
     }
     ccr_global.fatal_message = swift_getFatalErrorMessageBuffer ? swift_getFatalErrorMessageBuffer() : NULL;
-    ccr_modules_record();
+    // The module table is made after libunwind is loaded (so it lists libunwind and what it
+    // brought): here, or with the deferred load.
+    ccr_modules_prepare_live_walk();
+    if (!o->defer_libunwind) ccr_modules_record();
     if (start_watchdog(error, capacity) != 0) {
         ccr_libunwind_unload();
         close_record_file();

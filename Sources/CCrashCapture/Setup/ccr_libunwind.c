@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <ucontext.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ccr_setup.h"
@@ -32,48 +33,118 @@ static void prewarm(void) {
     }
 }
 
-int ccr_libunwind_load(char *error, size_t capacity) {
+/// dlopen, dlsym, first use (the pipe found as described below), then READY. `reserved`: two
+/// descriptors held since install for libunwind's pipe, or NULL to find the lowest free ones now.
+static int load(int reserved[2], char *error, size_t capacity) {
+    if (ccr_global.test_misbehaviour == 9) {   // test: a host without libunwind
+        snprintf(error, capacity, "cannot load libunwind.so.8 (install libunwind8): test: treated as missing");
+        return -1;
+    }
     void *handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
         snprintf(error, capacity, "cannot load libunwind.so.8 (install libunwind8): %s", dlerror());
         return -1;
     }
-    ccr_libunwind u = {.handle = handle};
-    u.init_local2 = (int (*)(void *, void *, int))dlsym(handle, CCR_UNW_SYMBOL("init_local2"));
-    u.step = (int (*)(void *))dlsym(handle, CCR_UNW_SYMBOL("step"));
-    u.get_reg = (int (*)(void *, int, uintptr_t *))dlsym(handle, CCR_UNW_SYMBOL("get_reg"));
-    if (!u.init_local2 || !u.step || !u.get_reg) {
+    ccr_libunwind *u = &ccr_global.unwind;
+    u->handle = handle;
+    u->init_local2 = (int (*)(void *, void *, int))dlsym(handle, CCR_UNW_SYMBOL("init_local2"));
+    u->step = (int (*)(void *))dlsym(handle, CCR_UNW_SYMBOL("step"));
+    u->get_reg = (int (*)(void *, int, uintptr_t *))dlsym(handle, CCR_UNW_SYMBOL("get_reg"));
+    if (!u->init_local2 || !u->step || !u->get_reg) {
         snprintf(error, capacity, "libunwind.so.8 lacks %s (libunwind 1.6 or newer is needed)",
                  CCR_UNW_SYMBOL("init_local2"));
         dlclose(handle);
+        u->handle = NULL;
+        u->init_local2 = NULL;
+        u->step = NULL;
+        u->get_reg = NULL;
         return -1;
     }
-    u.pipe_fd[0] = u.pipe_fd[1] = -1;
-    ccr_global.unwind = u;
+    u->pipe_fd[0] = u->pipe_fd[1] = -1;
     // libunwind's first use opens a pipe (pipe2, O_NONBLOCK) that every step from a signal frame
     // reads one byte from and writes one byte of the checked memory to (src/x86_64/Ginit.c,
     // write_validate); when the read fails it closes both numbers and opens a new pipe. A process
     // that closed that pipe and opened files under its numbers (a forked child closing every
     // descriptor) would have libunwind read from, close and write memory into those files. The
-    // pipe takes the two lowest free descriptors: they are found before the first use and checked
-    // to be one non-blocking pipe after it (another thread opening a file meanwhile, or a
-    // libunwind already used, leaves them unknown: libunwind is then used as before).
-    int probe[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_RDONLY | O_CLOEXEC)};
+    // pipe takes the two lowest free descriptors: they are found before the first use (or were
+    // held since install, for a deferred load, and are let go just before it) and checked to be
+    // one non-blocking pipe after it (another thread opening a file meanwhile, or a libunwind
+    // already used, leaves them unknown: libunwind is then used as before).
+    int probe[2];
+    if (reserved != NULL && reserved[0] >= 0 && reserved[1] >= 0) {
+        probe[0] = reserved[0];
+        probe[1] = reserved[1];
+    } else {
+        probe[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        probe[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
     for (int i = 0; i < 2; i++) if (probe[i] >= 0) close(probe[i]);
+    if (reserved != NULL) reserved[0] = reserved[1] = -1;
     prewarm();
     struct stat ends[2];
     if (probe[0] >= 0 && probe[1] >= 0 && fstat(probe[0], &ends[0]) == 0 && fstat(probe[1], &ends[1]) == 0 &&
         S_ISFIFO(ends[0].st_mode) && ends[0].st_dev == ends[1].st_dev && ends[0].st_ino == ends[1].st_ino &&
         (fcntl(probe[0], F_GETFL) & O_NONBLOCK) && (fcntl(probe[1], F_GETFL) & O_NONBLOCK)) {
-        ccr_global.unwind.pipe_fd[0] = probe[0];
-        ccr_global.unwind.pipe_fd[1] = probe[1];
-        ccr_global.unwind.pipe_dev = ends[0].st_dev;
-        ccr_global.unwind.pipe_ino = ends[0].st_ino;
+        u->pipe_fd[0] = probe[0];
+        u->pipe_fd[1] = probe[1];
+        u->pipe_dev = ends[0].st_dev;
+        u->pipe_ino = ends[0].st_ino;
     }
     return 0;
 }
 
+int ccr_libunwind_load(char *error, size_t capacity) {
+    ccr_global.unwind.reserved_fd[0] = ccr_global.unwind.reserved_fd[1] = -1;
+    if (load(NULL, error, capacity) != 0) return -1;
+    atomic_store_explicit(&ccr_global.unwind.state, CCR_UNWIND_READY, memory_order_release);
+    return 0;
+}
+
+void ccr_libunwind_defer(void) {
+    ccr_libunwind *u = &ccr_global.unwind;
+    u->reserved_fd[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    u->reserved_fd[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    u->pipe_fd[0] = u->pipe_fd[1] = -1;
+    atomic_store_explicit(&u->state, CCR_UNWIND_PENDING, memory_order_release);
+}
+
+int ccr_libunwind_wait_deferred(int max_ms) {
+    for (int waited = 0; waited < max_ms && atomic_load(&ccr_global.unwind.state) == CCR_UNWIND_PENDING; waited++) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+        nanosleep(&pause, NULL);
+    }
+    return atomic_load_explicit(&ccr_global.unwind.state, memory_order_acquire) == CCR_UNWIND_READY;
+}
+
+int ccr_libunwind_load_deferred(char *error, size_t capacity) {
+    ccr_libunwind *u = &ccr_global.unwind;
+    if (atomic_load(&u->state) != CCR_UNWIND_PENDING) {
+        snprintf(error, capacity, "libunwind: no deferred load is pending");
+        return -1;
+    }
+    int loaded = load(u->reserved_fd, error, capacity);
+    if (loaded != 0) {
+        for (int i = 0; i < 2; i++) {
+            if (u->reserved_fd[i] >= 0) close(u->reserved_fd[i]);
+            u->reserved_fd[i] = -1;
+        }
+    }
+    // The module table, deferred with the load: made now, so that it lists libunwind too and the
+    // crash-time walk finds the loader's list unchanged.
+    ccr_modules_record();
+    atomic_store_explicit(&u->state, loaded == 0 ? CCR_UNWIND_READY : CCR_UNWIND_FAILED, memory_order_release);
+    return loaded;
+}
+
 void ccr_libunwind_unload(void) {
-    if (ccr_global.unwind.handle) dlclose(ccr_global.unwind.handle);
-    memset(&ccr_global.unwind, 0, sizeof ccr_global.unwind);
+    ccr_libunwind *u = &ccr_global.unwind;
+    atomic_store(&u->state, CCR_UNWIND_ABSENT);
+    if (u->handle) dlclose(u->handle);
+    for (int i = 0; i < 2; i++) if (u->reserved_fd[i] >= 0) close(u->reserved_fd[i]);
+    u->handle = NULL;
+    u->init_local2 = NULL;
+    u->step = NULL;
+    u->get_reg = NULL;
+    u->pipe_fd[0] = u->pipe_fd[1] = -1;
+    u->reserved_fd[0] = u->reserved_fd[1] = -1;
 }

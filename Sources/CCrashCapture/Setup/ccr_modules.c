@@ -100,15 +100,19 @@ void ccr_modules_record(void) {
     ccr_global.module_count = 0;
     copied_nodes = 0;
     dl_iterate_phdr(record_module, NULL);
-    // For the crash-time walk of the loader's list (CrashTime/ccr_modules_live.c): where the list
-    // is, and what the loader does not say about the main program (its headers and path).
-    ccr_modules_live.r_debug = (uintptr_t)&_r_debug;
-    if (ccr_global.test_misbehaviour == 3) ccr_modules_live.r_debug = 16;   // test: the walk fails
     if (ccr_global.test_misbehaviour == 8) {   // test: every build-id kept at start is stale (as for a rebuilt library reloaded in place)
         for (int i = 0; i < ccr_global.module_count; i++) ccr_global.modules[i].build_id[0] ^= 0xFF;
     }
     publish_loader_list();
     ccr_modules_live_sort_install_ranges();
+}
+
+void ccr_modules_prepare_live_walk(void) {
+    // For the crash-time walk of the loader's list (CrashTime/ccr_modules_live.c): where the list
+    // is, and what the loader does not say about the main program (its headers and path). Made at
+    // install even when the table itself is made later (defer_libunwind): the walk needs no table.
+    ccr_modules_live.r_debug = (uintptr_t)&_r_debug;
+    if (ccr_global.test_misbehaviour == 3) ccr_modules_live.r_debug = 16;   // test: the walk fails
     ccr_modules_live.executable_phdr = (uintptr_t)getauxval(AT_PHDR);
     ccr_modules_live.executable_phnum = (int)getauxval(AT_PHNUM);
     ssize_t n = readlink("/proc/self/exe", ccr_modules_live.executable_path, sizeof ccr_modules_live.executable_path - 1);

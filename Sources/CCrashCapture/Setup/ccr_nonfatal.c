@@ -11,9 +11,11 @@
 
 #include "CCrashCapture.h"
 #include "../CrashTime/ccr_crashtime.h"
+#include "ccr_setup.h"
 
 int ccr_write_current_stack(int fd, int skip) {
-    if (!ccr_global.installed || ccr_global.unwind.init_local2 == NULL) return -1;
+    // Right after start the deferred libunwind load may still be under way: wait for it a little.
+    if (!ccr_global.installed || !ccr_libunwind_wait_deferred(100)) return -1;
     static _Thread_local char buffer[16384];
     ccr_writer w;
     ccr_writer_init(&w, fd, buffer, sizeof buffer);

@@ -12,6 +12,15 @@ void ccr_libunwind_unload(void);
 
 /// Fills ccr_global.modules from dl_iterate_phdr. Not async-signal-safe: takes the loader lock.
 void ccr_modules_record(void);
+/// What the crash-time walk of the loader's list needs (r_debug, the main program's headers and
+/// path); at install, before any table.
+void ccr_modules_prepare_live_walk(void);
+/// For an install with defer_libunwind: holds two descriptors for libunwind's pipe and marks the
+/// load pending (ccr_libunwind_load_deferred does it).
+void ccr_libunwind_defer(void);
+/// Waits (at most `max_ms`) for a pending deferred load; 1 when libunwind is ready. Not for
+/// signal handlers.
+int ccr_libunwind_wait_deferred(int max_ms);
 
 /// Enables or disables alternate stacks for threads created from now on, and gives the calling
 /// thread one. Not async-signal-safe: mmap, pthread keys.

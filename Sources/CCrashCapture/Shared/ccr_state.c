@@ -4,4 +4,5 @@
 ccr_state ccr_global = {
     .record_fd = -1,
     .watchdog_fd = {-1, -1},
+    .unwind = {.pipe_fd = {-1, -1}, .reserved_fd = {-1, -1}},
 };

@@ -57,7 +57,20 @@ typedef struct ccr_libunwind {
     /// -1 when it could not be told apart at load: checked at crash time (ccr_unwind.c).
     int pipe_fd[2];
     unsigned long long pipe_dev, pipe_ino;
+    /// CCR_UNWIND_*: stored with release once the fields above are set; the crash path reads it
+    /// with acquire and uses libunwind only when READY.
+    atomic_int state;
+    /// Two descriptors held from install to a deferred load (the lowest free ones then), closed
+    /// just before libunwind's first use so that its pipe takes them (-1: none).
+    int reserved_fd[2];
 } ccr_libunwind;
+
+enum {
+    CCR_UNWIND_ABSENT = 0,    // not loaded (nothing asked, or unloaded)
+    CCR_UNWIND_PENDING = 1,   // install deferred the load to a background thread, which has not finished it
+    CCR_UNWIND_READY = 2,
+    CCR_UNWIND_FAILED = 3,    // the deferred load failed: frame pointers only
+};
 
 /// What the watchdog needs to finish a record when the handler stalls.
 typedef struct ccr_crash_context {

@@ -27,7 +27,7 @@ typedef struct ccr_install_options {
     /// header is written; 2 = hang inside the handler before unwinding (the watchdog must finish);
     /// 3 = the crash-time walk of the loader's list fails (the install-time table is written);
     /// 4 = asked threads store their frame-pointer walk but never finish libunwind's; 5 = asked
-    /// threads never answer.
+    /// threads never answer; 9 = libunwind is treated as missing.
     int test_misbehaviour;
     /// Other threads listed at a crash, each asked to unwind itself (Docs/Decisions/0010):
     /// at most this many (0: 256, the most; negative: the crashing thread only), ...
@@ -37,7 +37,20 @@ typedef struct ccr_install_options {
     /// ... waiting at most this long for all answers together (milliseconds; 0: 250). The wait
     /// never exceeds half of what is left of the watchdog's timeout.
     int thread_wait_ms;
+    /// 1: do not load libunwind here; the caller runs `ccr_libunwind_load_deferred` on a thread of
+    /// its own soon after. A crash before that finishes waits for it (at most 50 ms), then falls
+    /// back to frame pointers. 0: loaded here, and a missing libunwind fails the install.
+    int defer_libunwind;
 } ccr_install_options;
+
+/// Loads and warms up libunwind for an install made with `defer_libunwind`. Returns 0, or -1 with
+/// a message in `error` (crashes then record frame-pointer stacks). Call once, off the app's
+/// thread; not async-signal-safe.
+int ccr_libunwind_load_deferred(char *error, size_t error_capacity);
+
+/// Waits (at most `max_ms`) until a deferred libunwind load and module table are done; 1 when
+/// libunwind is ready. For tests that change the loaded libraries "after start's table".
+int ccr_wait_for_deferred_setup(int max_ms);
 
 /// Installs the crash handlers and everything they need. Returns 0 on success; otherwise a
 /// non-zero code, a message in `error` (NUL-terminated), and nothing left installed.

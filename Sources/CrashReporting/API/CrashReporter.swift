@@ -171,12 +171,15 @@ public enum CrashReporter {
             let hangMonitor = configuration.hangs.flatMap { hangs in
                 state.context.map { makeHangMonitor(hangs, context: $0, uploader: uploader) }
             }
-            state.recovery = BackgroundWork {
+            let pipeline = BackgroundWork {
                 ccr_threads_mark_reporter("crash-pipeline")   // listed at a crash, not asked to unwind (like the watchdog)
+                loadLibunwind()                // off the caller's thread (install deferred it)
                 hangMonitor?.start()           // its thread made here, not on the caller's
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
                 uploader.run(recovery: recovery)
             }
+            if !pipeline.hasThread { loadLibunwind() }   // no background thread: here, as before
+            state.recovery = pipeline
             state.uploader = uploader
             state.hangMonitor = hangMonitor
             state.directory = directory
@@ -301,7 +304,8 @@ public enum CrashReporter {
                             test_misbehaviour: testMisbehaviour(),
                             thread_limit: threads.maxThreads <= 0 ? -1 : Int32(clamping: min(threads.maxThreads, 256)),
                             thread_frames: Int32(clamping: min(max(threads.framesPerThread, 1), 64)),
-                            thread_wait_ms: Int32(clamping: max(waitMilliseconds, 1)))
+                            thread_wait_ms: Int32(clamping: max(waitMilliseconds, 1)),
+                            defer_libunwind: 1)
                         return ccr_install(&options, &errorBuffer, errorBuffer.count)
                     }
                 }
@@ -312,6 +316,16 @@ public enum CrashReporter {
             throw StartError(kind: result == 3 ? .reportsDirectoryUnusable : .installationFailed, message: message)
         }
         ccr_set_crash_line_fd(configuration.crashLineOnStandardError ? STDERR_FILENO : -1)
+    }
+
+    /// Loads libunwind for the install made with `defer_libunwind` (Docs/Decisions/0037): ~0.5 ms
+    /// that start() no longer spends on the caller's thread. Until it is done a crash waits for it
+    /// (at most 50 ms); if it fails, crashes are recorded with frame pointers, and this says why.
+    private static func loadLibunwind() {
+        var errorBuffer = [CChar](repeating: 0, count: 512)
+        guard ccr_libunwind_load_deferred(&errorBuffer, errorBuffer.count) != 0 else { return }
+        let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        warn("\(message); crash stacks are walked by frame pointers only")
     }
 
     /// Test knob for the integration tests of the handler's own failure paths; read once, here.
@@ -325,6 +339,7 @@ public enum CrashReporter {
         case "unwind-step-fails": return 6
         case "threads-stay-after-hang-answer": return 7
         case "stale-install-build-ids": return 8
+        case "libunwind-missing": return 9
         default: return 0
         }
     }

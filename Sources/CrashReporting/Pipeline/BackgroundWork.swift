@@ -5,6 +5,9 @@ import Synchronization
 
 final class BackgroundWork: Sendable {
     private let done = Atomic<Bool>(false)
+    private let threadMade = Atomic<Bool>(false)
+    /// False when no thread could be made (the work did not run).
+    var hasThread: Bool { threadMade.load(ordering: .acquiring) }
 
     init(_ work: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {
@@ -27,6 +30,7 @@ final class BackgroundWork: Sendable {
             return nil
         }, box)
         pthread_attr_destroy(&attributes)
+        threadMade.store(result == 0, ordering: .releasing)
         if result != 0 {
             // No thread (a pids limit, RLIMIT_NPROC): the work is a loop, so running it here would
             // never return. Do without it for this process, and say so.
