@@ -46,6 +46,7 @@ func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configura
     upload.maxPendingReports = environment["CRASH_FIXTURE_MAX_PENDING"].flatMap(Int.init) ?? 200
     upload.maxPendingBytes = environment["CRASH_FIXTURE_MAX_PENDING_BYTES"].flatMap(Int.init) ?? 64 * 1024 * 1024
     upload.crashOnLaunchWindow = milliseconds("CRASH_FIXTURE_CRASH_ON_LAUNCH_WINDOW_MS") ?? .seconds(5)
+    if let delay = milliseconds("CRASH_FIXTURE_FIRST_PASS_DELAY_MS") { upload.firstPassDelay = delay }
     upload.periodicInterval = milliseconds("CRASH_FIXTURE_PERIODIC_MS")
     upload.beaconBatch = environment["CRASH_FIXTURE_BEACON_BATCH"].flatMap(Int.init) ?? 20
     upload.allowsInsecureHTTP = environment["CRASH_FIXTURE_ALLOW_HTTP"] == "1"

@@ -129,6 +129,25 @@ struct UploadTests {
         #expect(app["bundle_id"] as? String == "com.example.crash-fixture" && app["build_number"] as? String == "42")
     }
 
+    @Test("the launch's first pass waits for the app's start-up (upload.firstPassDelay), but a crash of the last launch goes at once")
+    func firstPassDelay() throws {
+        let scenario = try UploadScenario("first-pass-delay")
+        // A non-fatal report waiting, and a launch whose first pass waits 10 minutes: it has sent
+        // nothing when it stops waiting for it, 2 s later (nothing wakes that pass).
+        try scenario.run("record-errors", upload: false, ["CRASH_FIXTURE_COUNT": "1"])
+        let waiting = try scenario.run("upload-pass", ["CRASH_FIXTURE_FIRST_PASS_DELAY_MS": "600000", "CRASH_FIXTURE_WAIT_S": "2"])
+        #expect(try uploadStatus(waiting)["delivered"] == "0", "\(waiting.standardOutput)")
+        #expect(try scenario.state().stored.isEmpty)
+        // The same delay after a crash: the crashed launch's record (and what waited) goes at once.
+        let crash = try scenario.run("context-then-crash", upload: false, ["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS": "50"])
+        #expect(crash.terminatedBySignal == SIGSEGV)
+        let relaunch = try scenario.run("upload-pass", ["CRASH_FIXTURE_FIRST_PASS_DELAY_MS": "600000"])
+        let status = try uploadStatus(relaunch)
+        #expect(status["crashed_before"] == "true")
+        #expect(status["delivered"] == "2", "\(relaunch.standardOutput) \(relaunch.standardError.prefix(600))")
+        #expect(scenario.files("pending").isEmpty)
+    }
+
     @Test("without libdw on the host the crash is delivered raw: build-id and offset on every frame, symbolicated false")
     func crashDeliveredRawWithoutLibdw() throws {
         // libdw is opened at run time (Docs/Decisions/0024); CRASH_REPORTING_LIBDW names a file that

@@ -188,6 +188,22 @@ struct RedactionTests {
 }
 
 extension RedactionTests {
+    @Test("seed rules compile at first use: a new redactor compiles none, a user id only the few its hints let run; every one compiles; a custom rule that does not is named at once")
+    func seedRulesCompileAtFirstUse() {
+        let fresh = Redactor(rules: Redactor.seed000Rules)
+        #expect(fresh.compiledRuleCount == 0)
+        #expect(fresh.redact("user-4242") == "user-4242")
+        #expect(fresh.redact("jane.doe@example.com") == Redactor.seed000.redact("jane.doe@example.com"))
+        let afterTwo = fresh.compiledRuleCount
+        #expect(afterTwo > 0 && afterTwo < Redactor.seed000Rules.count / 2, "\(afterTwo) of \(Redactor.seed000Rules.count) compiled")
+        #expect(fresh.rulesThatDoNotCompile().isEmpty)
+        #expect(fresh.compiledRuleCount == Redactor.seed000Rules.count)
+        let custom = Redactor(rules: [.init(name: "broken", pattern: "(", template: ""), .init(name: "fine", pattern: "x", template: "y")])
+        #expect(custom.rejectedRuleNames == ["broken"] && custom.compiledRuleCount == 1)
+    }
+}
+
+extension RedactionTests {
     @Test("the rules' hints skip only texts a rule cannot match: the same output with and without them, on both corpora")
     func hintsAreSound() throws {
         let unhinted = Redactor(rules: Redactor.seed000Rules.map { rule in

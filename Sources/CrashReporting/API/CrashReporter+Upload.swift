@@ -74,6 +74,10 @@ extension CrashReporter {
         /// Off: no session beacons at all (crash-free sessions then count only sessions that
         /// uploaded something).
         public var sendsSessionBeacons = true
+        /// How long the launch's first pass (the last sessions' recovery, uploads, beacons) waits,
+        /// so that it does not compete with the app's own start-up for the CPU. Not when the last
+        /// launch crashed (its record goes first, at once), nor after `sendUnsentReports`.
+        public var firstPassDelay: Duration = .milliseconds(250)
 
         public init() {}
 

@@ -160,6 +160,16 @@ final class Uploader: Sendable {
 
     // MARK: The loop
 
+    /// Lets the app's start-up go first (`firstPassDelay`; tools/bench-start): the launch's pass
+    /// (recovery, payloads, beacons) costs a few milliseconds of CPU that a
+    /// server starting on two cores otherwise pays in its time to the first answer. A crashed last
+    /// launch goes at once (this launch may be waiting for its upload: crash on launch), and a
+    /// wake (`sendUnsentReports`, a new record) ends the wait early.
+    func waitForAppStartup() {
+        guard priorityRecord == nil && settings.firstPassDelay > .zero else { return }
+        _ = signal.wait(until: ContinuousClock.now + min(settings.firstPassDelay, .seconds(60)))
+    }
+
     /// Runs forever on the pipeline's thread: the launch's pass first, then one per trigger.
     func run(recovery: SessionRecovery) {
         // Before the recovery: it writes abnormal-termination records, which must not pass for

@@ -22,18 +22,16 @@ public struct RedactionVerifier: Sendable {
         let accept: (@Sendable (_ groups: [String?], _ following: String) -> Bool)?
     }
 
-    private let checks: [Check]
+    /// The known-names check, if any; the default checks are compiled once per process, at the
+    /// first check made (a pass that only redacts a beacon's user id compiles none of them).
+    private let extraChecks: [Check]
     /// The names given to `init` (the crash-sender rebuilds the same verifier from them).
     let knownNames: [String]
 
     /// `knownNames`: the names the redactor was given (`Redactor.knownNames`), flagged wherever they appear.
     public init(knownNames: [String] = []) {
         self.knownNames = knownNames
-        var checks = Self.defaultChecks
-        if let pattern = PIIPatterns.knownNames(knownNames) {
-            checks += Self.compile([("known-names", pattern, nil)])
-        }
-        self.checks = checks
+        extraChecks = PIIPatterns.knownNames(knownNames).map { Self.compile([("known-names", $0, nil)]) } ?? []
     }
 
     public func findings(in text: String) -> [Finding] {
@@ -78,7 +76,7 @@ public struct RedactionVerifier: Sendable {
         guard !text.isEmpty else { return [] }
         let ns = text as NSString
         var hits: [(rule: String, range: NSRange)] = []
-        for check in checks {
+        for check in Self.defaultChecks + extraChecks {
             for match in check.expression.matches(in: text, options: [], range: NSRange(location: 0, length: ns.length)) {
                 if let accept = check.accept {
                     let groups = (0..<match.numberOfRanges).map { index -> String? in
