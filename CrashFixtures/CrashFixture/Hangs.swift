@@ -144,9 +144,32 @@ func runHangMode(_ mode: HangMode, reportsDirectory: String) -> Never {
             Task.detached { blockPoolThread() }
         }
     }
-    guard waitForRecord(in: reportsDirectory + "/pending", containing: #""type":"hang_end""#) else { say("no resolved hang report"); exit(3) }
+    if mode == .hangThenResume {
+        // With uploads on, a pass may send the finished record (and take it out of pending/) before
+        // a look at pending/ finds it: the record leaving new/ is what says the hang was resolved.
+        guard waitForRecordToLeave(reportsDirectory + "/new", containing: #""type":"hang""#) else { say("no resolved hang report"); exit(3) }
+    } else {
+        guard waitForRecord(in: reportsDirectory + "/pending", containing: #""type":"hang_end""#) else { say("no resolved hang report"); exit(3) }
+    }
     say("hang-done")
     exit(0)
+}
+
+/// Waits for a record containing `text` to appear in `folder`, then for it to leave (at most 30 s each).
+private func waitForRecordToLeave(_ folder: String, containing text: String) -> Bool {
+    var found: String?
+    for _ in 0..<3000 where found == nil {
+        found = records(in: folder).first { name in
+            (try? String(contentsOfFile: folder + "/" + name, encoding: .utf8))?.contains(text) == true
+        }
+        if found == nil { usleep(10_000) }
+    }
+    guard let found else { return false }
+    for _ in 0..<3000 {
+        if access(folder + "/" + found, F_OK) != 0 { return true }
+        usleep(10_000)
+    }
+    return false
 }
 
 func gettidNumber() -> Int32 { cfs_gettid() }
