@@ -40,6 +40,8 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 /// file under its numbers): libunwind is then not used, since it would read from, close and write
 /// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).
 int ccr_libunwind_pipe_intact(void);
+/// The watchdog thread's name (it sets it; a crash writes it without reading /proc).
+#define CCR_WATCHDOG_THREAD_NAME "crash-watchdog"
 /// 1 when libunwind is loaded and usable; with `may_wait`, a load deferred to a background thread
 /// and not yet done is waited for (at most 50 ms). Async-signal-safe.
 int ccr_libunwind_ready(int may_wait);

@@ -159,10 +159,7 @@ static const ccr_module *known_module(const struct link_map *map, int position) 
     int count = ccr_global.module_count;
     for (int i = 0; i < count; i++) {
         const ccr_module *m = &ccr_global.modules[(position + i) % count];
-        if (m->bias == (uintptr_t)map->l_addr && m->name_address == (uintptr_t)map->l_name &&
-            m->dynamic != 0 && m->dynamic == (uintptr_t)map->l_ld) {
-            return m;
-        }
+        if (ccr_module_is(m, (uintptr_t)map->l_addr, (uintptr_t)map->l_name, (uintptr_t)map->l_ld)) return m;
     }
     return NULL;
 }

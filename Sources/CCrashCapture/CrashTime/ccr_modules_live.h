@@ -19,6 +19,12 @@ typedef struct ccr_link_node {
     int module;                   // index in ccr_global.modules
 } ccr_link_node;
 
+/// Whether the install-time entry `m` is the object the loader describes with this bias, name
+/// pointer and dynamic section (all three must match). Async-signal-safe.
+static inline int ccr_module_is(const ccr_module *m, uintptr_t l_addr, uintptr_t l_name, uintptr_t l_ld) {
+    return m->bias == l_addr && m->name_address == l_name && m->dynamic != 0 && m->dynamic == l_ld;
+}
+
 /// Written at install (Setup/ccr_modules.c); read lock-free at crash time.
 typedef struct ccr_modules_live_state {
     uintptr_t r_debug;            // &_r_debug of the dynamic loader, or 0 (static program)

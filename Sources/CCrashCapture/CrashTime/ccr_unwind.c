@@ -152,9 +152,9 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 #endif
     }
     uintptr_t inner_fp = 0;
-    // The crashing thread (step_error given) may wait for a deferred load; an answering thread has
-    // its frame-pointer walk already and does not.
-    if (!ccr_libunwind_ready(step_error != NULL) || u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
+    // No wait here: the crashing thread waited for a deferred load before its module walk, and an
+    // answering thread has its frame-pointer walk already.
+    if (!ccr_libunwind_ready(0) || u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
     int kept = 0;
     int counted = 0;
     // A call through a NULL function pointer faults at pc 0, where no unwind info exists. The

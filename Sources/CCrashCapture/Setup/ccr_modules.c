@@ -44,8 +44,7 @@ static void publish_loader_list(void) {
         ccr_link_node *n = &ccr_modules_live.nodes[usable];
         for (int i = 0; i < ccr_global.module_count && n->module < 0; i++) {
             const ccr_module *m = &ccr_global.modules[(usable + i) % ccr_global.module_count];
-            if (m->bias == n->l_addr && m->name_address == n->l_name && m->dynamic != 0 && m->dynamic == n->l_ld &&
-                m->build_id_length > 0 && m->build_id_address != 0) {
+            if (ccr_module_is(m, n->l_addr, n->l_name, n->l_ld) && m->build_id_length > 0 && m->build_id_address != 0) {
                 n->module = (usable + i) % ccr_global.module_count;
             }
         }
