@@ -65,6 +65,10 @@ public struct CollectorConfiguration: Sendable {
     public var symbolication: ArrivalSymbolication?
     /// What GET /metrics serves; one per collector.
     public var metrics = CollectorMetrics()
+    /// The wall clock the server reads for received times, UTC days, windows ("last 24 hours",
+    /// "last hour") and alerts. Tests pin it away from midnight so that a run crossing a UTC day
+    /// does not count its own uploads on two days.
+    public var clock: @Sendable () -> Date = { Date() }
 
     public static let seedBodyLimit = 5 * 1024 * 1024
     public static let defaultMaxInflatedBytes = 8 * 1024 * 1024

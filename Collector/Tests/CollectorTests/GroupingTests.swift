@@ -96,7 +96,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         let database = try await TestDatabase.make()
         let store = try await database.open()
         let payload = try Fixtures.samplePayload()
-        var record = try Ingest.record(payload, diagnosticsID: "diag_old", idempotencyKey: "old", answer: "{}", receivedAt: Date())
+        var record = try Ingest.record(payload, diagnosticsID: "diag_old", idempotencyKey: "old", answer: "{}", receivedAt: TestClock.now())
         let crash = try #require(record.reports.firstIndex { $0.kind == "crash" })
         let current = try #require(record.reports[crash].issue)
         record.reports[crash].issue = IssueKey(signature: "crash|main.crash()", title: "main.crash()", subtitle: current.subtitle,
@@ -179,8 +179,8 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         let database = try await TestDatabase.make()
         let store = try await database.open()
         let payload = try Fixtures.samplePayload()
-        let old = Date().addingTimeInterval(-40 * 86_400)
-        for (index, date) in [old, Date()].enumerated() {
+        let old = TestClock.now().addingTimeInterval(-40 * 86_400)
+        for (index, date) in [old, TestClock.now()].enumerated() {
             var copy = payload
             if index == 1 {   // only the crash is recent
                 copy.crash_reports = [payload.crash_reports[0]]
@@ -190,7 +190,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
             #expect(try await store.ingest(record) == .stored)
         }
         #expect(try await store.issues(IssueQuery()).count == 3)
-        let counts = try await store.purge(receivedBefore: Date().addingTimeInterval(-30 * 86_400))
+        let counts = try await store.purge(receivedBefore: TestClock.now().addingTimeInterval(-30 * 86_400))
         #expect(counts.uploads == 1)
         #expect(counts.issues == 2)
         let left = try await store.issues(IssueQuery())
@@ -204,7 +204,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         // and a purge two days from now with a one-day horizon leaves nothing.
         var logger = Logger(label: "retention-test")
         logger.logLevel = .critical
-        await RetentionService(store: store, days: 1, logger: logger).purgeOnce(now: Date().addingTimeInterval(2 * 86_400))
+        await RetentionService(store: store, days: 1, logger: logger).purgeOnce(now: TestClock.now().addingTimeInterval(2 * 86_400))
         #expect(try await store.issues(IssueQuery()).isEmpty)
         #expect(try await store.answer(forIdempotencyKey: "key-1") == nil)
         await store.close()
@@ -221,7 +221,7 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
             for index in 0..<8 {
                 let store = index.isMultiple(of: 2) ? one : two
                 let record = try Ingest.record(payload, diagnosticsID: "diag_\(index)", idempotencyKey: "shared-key",
-                                               answer: "{\"n\":\(index)}", receivedAt: Date())
+                                               answer: "{\"n\":\(index)}", receivedAt: TestClock.now())
                 group.addTask { try await store.ingest(record) }
             }
             return try await group.reduce(into: []) { $0.append($1) }

@@ -255,7 +255,7 @@ import Testing
         try await TestCollector.with { collector in
             var payload = try Fixtures.samplePayload()
             var crash = try #require(payload.crash_reports.first { $0.kind == "crash" })
-            crash.timestamp = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+            crash.timestamp = TestClock.now().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
             var again = crash
             again.report_id = crash.report_id + "-again"
             var other = crash

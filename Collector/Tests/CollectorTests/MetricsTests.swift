@@ -142,7 +142,7 @@ func title(_ function: String) -> String {
 
     @Test func readAPIAndDashboardShowThem() async throws {
         try await TestCollector.with { collector in
-            let now = Date()
+            let now = TestClock.now()
             try await storeEvents(collector.store, function: "main.spike()", count: 12, at: now - 300)
             try await storeEvents(collector.store, function: "main.old()", count: 4, at: now - 3 * 86_400)
             let spike = try await issueID(collector.store, "main.spike()")
@@ -252,8 +252,8 @@ func title(_ function: String) -> String {
                 $0.alertCheckInterval = .milliseconds(100)
                 $0.alertRule = AlertRule(factor: 3, minimum: 3)
             }) { collector in
-                try await storeEvents(collector.store, function: "main.spike()", count: 3, at: Date() - 60)
-                try await storeEvents(collector.store, function: "main.quiet()", count: 2, at: Date() - 60)
+                try await storeEvents(collector.store, function: "main.spike()", count: 3, at: TestClock.now() - 60)
+                try await storeEvents(collector.store, function: "main.quiet()", count: 2, at: TestClock.now() - 60)
                 try await listener.waitFor(requests: 2)
                 try await Task.sleep(for: .seconds(1))   // ten more checks
                 #expect(listener.requests.withLock { $0 } == 2)   // the 503, then one delivery
@@ -268,7 +268,7 @@ func title(_ function: String) -> String {
                 #expect((body["rule"] as? [String: Any])?["minimum"] as? Int == 3)
 
                 // Another issue's spike is its own alert.
-                try await storeEvents(collector.store, function: "main.quiet()", count: 2, at: Date() - 30)
+                try await storeEvents(collector.store, function: "main.quiet()", count: 2, at: TestClock.now() - 30)
                 try await listener.waitFor(requests: 3)
                 #expect(listener.requests.withLock { $0 } == 3)
                 let last = try #require(try JSONSerialization.jsonObject(with: listener.bodies.withLock { $0 }.last!) as? [String: Any])

@@ -37,7 +37,7 @@ import Testing
             try await expectOldRows(store, groupingRule: 2)
             // Written to as usual, and the old key still answers as first stored.
             let record = try Ingest.record(Fixtures.samplePayload(), diagnosticsID: "diag_new", idempotencyKey: "key-new",
-                                           answer: "{\"new\":true}", receivedAt: Date())
+                                           answer: "{\"new\":true}", receivedAt: TestClock.now())
             #expect(try await store.ingest(record) == .stored)
             #expect(try await store.ingest(record) == .duplicate(answer: "{\"new\":true}"))
             #expect(try await store.answer(forIdempotencyKey: "key-old") == "{\"old\":true}")
@@ -88,7 +88,7 @@ import Testing
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: UnversionedSchema.sqlite)
             if groupingRule { try db.execute(sql: UnversionedSchema.sqliteGroupingRule) }
-            let now = Date().millisecondsSince1970
+            let now = TestClock.now().millisecondsSince1970
             try db.execute(sql: """
                 INSERT INTO uploads (diagnostics_id, idempotency_key, test_run_id, received_at, answer, bundle_id, app_name,
                                      app_version, build_number, environment, user_id, user_key, payload)
@@ -108,7 +108,7 @@ import Testing
             try db.execute(sql: """
                 INSERT INTO sessions (bundle_id, session_id, app_version, user_key, day, first_seen, last_seen, crashed)
                 VALUES ('com.example.old', 'run-old', '1.0', 'user-1', ?2, ?1, ?1, 1)
-                """, arguments: [now, utcDay(Date())])
+                """, arguments: [now, utcDay(TestClock.now())])
             try db.execute(sql: """
                 INSERT INTO api_logs (received_at, app_id, method, url, status_code, duration, timestamp, event)
                 VALUES (?1, 'com.example.old', 'GET', '/old', 200, 12, ?1, '{"old":"log"}')
@@ -156,8 +156,8 @@ struct PostgresMigrationTests {
                 for statement in UnversionedSchema.postgres.dropLast(groupingRule ? 0 : 1) {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                let now = Date().millisecondsSince1970
-                let day = utcDay(Date())
+                let now = TestClock.now().millisecondsSince1970
+                let day = utcDay(TestClock.now())
                 try await connection.query("""
                     INSERT INTO uploads (diagnostics_id, idempotency_key, test_run_id, received_at, answer, bundle_id, app_name,
                                          app_version, build_number, environment, user_id, user_key, payload)
@@ -188,7 +188,7 @@ struct PostgresMigrationTests {
             let store = try await database.open()
             try await expectOldRows(store, groupingRule: groupingRule ? 2 : 1)
             let record = try Ingest.record(Fixtures.samplePayload(), diagnosticsID: "diag_new", idempotencyKey: "key-new",
-                                           answer: "{\"new\":true}", receivedAt: Date())
+                                           answer: "{\"new\":true}", receivedAt: TestClock.now())
             #expect(try await store.ingest(record) == .stored)
             await store.close()
             #expect(try await migrations(database) == ["1 tables", "2 issues grouping_rule"])
@@ -245,7 +245,7 @@ private func expectOldRows(_ store: any Store, groupingRule: Int) async throws {
     #expect(events.map(\.reportJSON) == ["{\"old\":\"report\"}"])
     #expect(events.first?.diagnosticsID == "diag_old")
     #expect(try await store.apiLogs(limit: 10, appID: "com.example.old").map(\.eventJSON) == ["{\"old\":\"log\"}"])
-    let crashFree = try await store.crashFree(days: 1, now: Date()).filter { $0.bundleID == "com.example.old" }
+    let crashFree = try await store.crashFree(days: 1, now: TestClock.now()).filter { $0.bundleID == "com.example.old" }
     #expect(crashFree.map(\.crashedSessions) == [1])
     #expect(try await store.oldestGroupingRule() == groupingRule)
 }

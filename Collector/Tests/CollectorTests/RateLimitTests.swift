@@ -53,7 +53,7 @@ import Testing
                 #expect(answer.header("Content-Type") == "application/json")
             }
             // Nothing of the refused requests was stored.
-            #expect(try await collector.store.crashFree(days: 1, now: Date()).first?.sessions == 1)
+            #expect(try await collector.store.crashFree(days: 1, now: TestClock.now()).first?.sessions == 1)
             #expect(try await collector.store.apiLogs(limit: 10, appID: nil).count == 1)
 
             // The other token is not limited by the first one's flood; a bad token is still a 401.

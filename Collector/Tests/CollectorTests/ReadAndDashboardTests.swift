@@ -198,7 +198,7 @@ func sameCrashElsewhere(user: String, version: String = "2.1.0") throws -> Diagn
         try await TestCollector.with { collector in
             // A crashed session and a clean one (a diagnostics snapshot at session end), both today:
             // a session counts on the day it ran.
-            let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+            let now = TestClock.now().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
             var crashed = try sameCrashElsewhere(user: "user-1")
             crashed.crash_reports[0].timestamp = now
             #expect(try await collector.upload(try crashed.encoded()).status == 201)

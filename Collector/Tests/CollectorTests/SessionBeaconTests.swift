@@ -16,7 +16,7 @@ extension TestCollector {
 }
 
 /// One beacon entry as the runtime sends it.
-func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device: String? = "ab12cd34",
+func beacon(_ id: String, startedAt: Date = TestClock.now(), user: String? = nil, device: String? = "ab12cd34",
             version: String = "2.1.0", bundle: String = "com.example.crashdemo") -> [String: Any] {
     var entry: [String: Any] = ["session_id": id, "started_at": Timestamp.format(startedAt), "bundle_id": bundle,
                                 "app_version": version, "build_number": "45"]
@@ -31,7 +31,7 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
     }
 
     /// A crash upload for session `id` (its test_run_id), crashing now.
-    static func crashUpload(_ collector: TestCollector, session id: String, user: String, at date: Date = Date()) async throws {
+    static func crashUpload(_ collector: TestCollector, session id: String, user: String, at date: Date = TestClock.now()) async throws {
         var crashed = try sameCrashElsewhere(user: user)
         crashed.test_run_id = id
         crashed.crash_reports[0].timestamp = Timestamp.format(date)
@@ -82,7 +82,7 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
 
     @Test func sessionsCountOnTheDayTheyStarted() async throws {
         try await TestCollector.with { collector in
-            let now = Date()
+            let now = TestClock.now()
             let today = utcDay(now)
             let yesterday = utcDay(now.addingTimeInterval(-86_400))
             // Started yesterday, crashed today: counted yesterday whichever arrives first.
@@ -115,7 +115,7 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
             #expect(wrong.status == 401)
             #expect(wrong.json["error"] as? String == "unauthorized")
             #expect(try await collector.beacons(body, token: "second-token").status == 202)
-            #expect(try await collector.store.crashFree(days: 1, now: Date()).first?.sessions == 1)
+            #expect(try await collector.store.crashFree(days: 1, now: TestClock.now()).first?.sessions == 1)
         }
     }
 
@@ -151,7 +151,7 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
                 try await refused(body, expected)
             }
             // Nothing of a refused body is stored.
-            #expect(try await collector.store.crashFree(days: 7, now: Date()).isEmpty)
+            #expect(try await collector.store.crashFree(days: 7, now: TestClock.now()).isEmpty)
         }
     }
 }
@@ -159,7 +159,7 @@ func beacon(_ id: String, startedAt: Date = Date(), user: String? = nil, device:
 extension SessionBeaconTests {
     @Test func aBatchMayNameASessionTwiceAndAThousandAreOneRequest() async throws {
         try await TestCollector.with { collector in
-            let now = Date()
+            let now = TestClock.now()
             let yesterday = now.addingTimeInterval(-86_400)
             // The same session twice in one batch (a spool and its retry): the last entry wins.
             let answer = try await collector.beacons(["sessions": [beacon("twice", startedAt: now, user: "u-1"),

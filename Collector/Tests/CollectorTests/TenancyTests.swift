@@ -65,7 +65,7 @@ import Testing
             #expect(try await collector.request("POST", "/api/logs", headers: bearerB, body: noApp).status == 403)
             // Nothing of A's was written by B.
             #expect(try await collector.store.issues(IssueQuery()).isEmpty)
-            #expect(try await collector.store.crashFree(days: 7, now: Date()).isEmpty)
+            #expect(try await collector.store.crashFree(days: 7, now: TestClock.now()).isEmpty)
             #expect(try await collector.store.apiLogs(limit: 10, appID: nil).isEmpty)
 
             // Its own app it may write for.

@@ -13,6 +13,7 @@ struct AlertWebhook: Service {
     let metrics: IssueMetrics
     let url: URL
     let interval: Duration
+    var clock: @Sendable () -> Date = { Date() }
     let logger: Logger
     static let quietPeriod: TimeInterval = 3600
 
@@ -36,7 +37,7 @@ struct AlertWebhook: Service {
             redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: Self.requestTimeout)))
         var sent: [Int64: Date] = [:]
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            await checkOnce(now: Date(), sent: &sent, client: client)
+            await checkOnce(now: clock(), sent: &sent, client: client)
             let interval = interval
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }

@@ -65,7 +65,8 @@ public enum CollectorServer {
         }
         if let webhook = configuration.alertWebhook {
             services.append(AlertWebhook(metrics: IssueMetrics(store: store, rule: configuration.alertRule), url: webhook,
-                                         interval: configuration.alertCheckInterval, logger: logger))
+                                         interval: configuration.alertCheckInterval, clock: configuration.clock,
+                                         logger: logger))
         }
         return Application(
             router: router,
@@ -104,6 +105,7 @@ public enum CollectorServer {
             ?? UploadGate(overall: configuration.uploadsInFlight, perToken: configuration.uploadsInFlightPerToken)
         let work = UploadExecutor.shared
         let metrics = configuration.metrics
+        let clock = configuration.clock
         configuration.symbolication?.report(to: metrics)
         /// An upload's handler: its answer (a failure is a 500) counted and timed for /metrics, and
         /// counted against its sender when it refuses the body (see RefusedUploads).
@@ -160,7 +162,7 @@ public enum CollectorServer {
                     return try await work.run {
                         try await ingest.diagnostics(
                             authorization: request.headers[.authorization], idempotencyKey: key,
-                            contentEncoding: request.headers[.contentEncoding], body: body)
+                            contentEncoding: request.headers[.contentEncoding], body: body, now: clock())
                     }
                 }
                 // One line per upload: what an operator watching the collector wants to see.
@@ -177,7 +179,7 @@ public enum CollectorServer {
                     let body = try await collect(request, limit: configuration.maxBodyBytes)
                     return try await work.run {
                         try await ingest.apiLogs(authorization: request.headers[.authorization],
-                                                 contentEncoding: request.headers[.contentEncoding], body: body)
+                                                 contentEncoding: request.headers[.contentEncoding], body: body, now: clock())
                     }
                 }
             }
@@ -191,7 +193,7 @@ public enum CollectorServer {
                     let body = try await collect(request, limit: configuration.maxBodyBytes)
                     return try await work.run {
                         try await ingest.sessions(authorization: request.headers[.authorization],
-                                                  contentEncoding: request.headers[.contentEncoding], body: body)
+                                                  contentEncoding: request.headers[.contentEncoding], body: body, now: clock())
                     }
                 }
             }
@@ -205,7 +207,7 @@ public enum CollectorServer {
                 let query = IssueQuery(bundleID: parameters.get("bundle_id"), kind: parameters.get("kind"),
                                        limit: min(1000, max(1, parameters.get("limit", as: Int.self) ?? 100)),
                                        offset: min(1_000_000, max(0, parameters.get("offset", as: Int.self) ?? 0)))
-                return try await read.issues(query)
+                return try await read.issues(query, now: clock())
             }
         }
         router.get("/api/issues/{id}") { request, context in
@@ -217,7 +219,7 @@ public enum CollectorServer {
                 let parameters = request.uri.queryParameters
                 return try await read.issue(id: id, event: parameters.get("event").flatMap { Int64($0) },
                                             eventsBefore: parameters.get("events_before").flatMap { Int64($0) },
-                                            events: min(500, max(1, parameters.get("events", as: Int.self) ?? 50)))
+                                            events: min(500, max(1, parameters.get("events", as: Int.self) ?? 50)), now: clock())
                     ?? .error(404, "not_found", "No such issue")
             }
         }
@@ -232,7 +234,7 @@ public enum CollectorServer {
         router.get("/api/crash-free") { request, context in
             if let refusal = await auth.refusal(request, context, json: true) { return refusal }
             return await answering(logger) {
-                try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)))
+                try await read.crashFree(days: min(365, max(1, request.uri.queryParameters.get("days", as: Int.self) ?? 30)), now: clock())
             }
         }
         router.get("/api/top-crashes") { request, context in
@@ -240,12 +242,12 @@ public enum CollectorServer {
             return await answering(logger) {
                 let query = request.uri.queryParameters
                 let limit = min(100, max(1, query.get("limit", as: Int.self) ?? 10))
-                return .json(200, try await read.topCrashes(limit: limit, kind: query.get("kind")))
+                return .json(200, try await read.topCrashes(limit: limit, kind: query.get("kind"), now: clock()))
             }
         }
         router.get("/api/alerts") { request, context in
             if let refusal = await auth.refusal(request, context, json: true) { return refusal }
-            return await answering(logger) { .json(200, try await read.alerts()) }
+            return await answering(logger) { .json(200, try await read.alerts(now: clock())) }
         }
         router.get("/api/connect-link") { request, context in
             if let refusal = await auth.refusal(request, context, json: true) { return refusal }
@@ -270,7 +272,7 @@ public enum CollectorServer {
         // Dashboard pages.
         router.get("/") { request, context in
             if let refusal = await auth.refusal(request, context, json: false) { return refusal }
-            return await page(logger) { try await dashboard.issuesPage() }
+            return await page(logger) { try await dashboard.issuesPage(now: clock()) }
         }
         router.get("/issues/{id}") { request, context in
             if let refusal = await auth.refusal(request, context, json: false) { return refusal }
@@ -278,7 +280,8 @@ public enum CollectorServer {
                 guard let id = context.parameters.get("id", as: Int64.self) else { return nil }
                 let parameters = request.uri.queryParameters
                 return try await dashboard.issuePage(id: id, event: parameters.get("event").flatMap { Int64($0) },
-                                                     eventsBefore: parameters.get("events_before").flatMap { Int64($0) })
+                                                     eventsBefore: parameters.get("events_before").flatMap { Int64($0) },
+                                                     now: clock())
             }
         }
         router.get("/logs") { request, context in

@@ -265,8 +265,11 @@ struct ReadAPI: Sendable {
                                      next_offset: issues.count > query.limit ? query.offset + query.limit : nil))
     }
 
-    func issue(id: Int64, event: Int64? = nil, eventsBefore: Int64? = nil, events limit: Int = 50) async throws -> APIAnswer? {
-        guard let detail = try await issueDetail(id: id, events: limit, before: eventsBefore, event: event) else { return nil }
+    func issue(id: Int64, event: Int64? = nil, eventsBefore: Int64? = nil, events limit: Int = 50,
+               now: Date = Date()) async throws -> APIAnswer? {
+        guard let detail = try await issueDetail(id: id, events: limit, before: eventsBefore, event: event, now: now) else {
+            return nil
+        }
         return .json(200, detail)
     }
 
@@ -317,10 +320,10 @@ struct ReadAPI: Sendable {
         return .json(200, LogsPage(logs: page.map(LogJSON.init), next_before: logs.count > limit ? page.last?.id : nil))
     }
 
-    func crashFree(days: Int) async throws -> APIAnswer {
+    func crashFree(days: Int, now: Date = Date()) async throws -> APIAnswer {
         .json(200, CrashFreeResponse(
             targets: .init(crash_free_users: 0.995, crash_free_sessions: 0.999),
-            rows: try await store.crashFree(days: days, now: Date()).map(CrashFreeJSON.init)))
+            rows: try await store.crashFree(days: days, now: now).map(CrashFreeJSON.init)))
     }
 
     func topCrashes(limit: Int, kind: String?, now: Date = Date()) async throws -> TopCrashesJSON {

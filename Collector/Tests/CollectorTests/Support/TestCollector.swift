@@ -46,6 +46,7 @@ struct TestCollector {
             throw error
         }
         var configuration = CollectorConfiguration(ingestTokens: [token, "second-token"], dashboardPassword: password)
+        configuration.clock = TestClock.now
         configure(&configuration)
         var logger = Logger(label: "collector-test")
         logger.logLevel = .error
