@@ -631,6 +631,31 @@ public struct LeakScanner: Sendable {
     /// Last words of labels of several words ("mot de passe", "2FA code", "client secret", "API key").
     static let multiWordEnds: Set<String> = ["passe", "code", "number", "secret", "key", "token", "senha", "id"]
 
+    /// Words whose folded form may end a label: the last three letters or digits of every label
+    /// and of the label endings `labelled` accepts ("db_password"). A word of three or more ASCII
+    /// letters and digits whose own last three are not here is no label's last word; most words of
+    /// a JSON body ("sku", "quantity", "price") are passed over without folding them (Decision 0038).
+    static let labelTails: Set<UInt32> = {
+        var tails: Set<UInt32> = []
+        for label in secretLabels.union(bareLabels).union(["password", "passwd", "secret", "apikey", "token", "passphrase"]) {
+            if let tail = asciiTail(Array(label.unicodeScalars)[...]) { tails.insert(tail) }
+        }
+        return tails
+    }()
+
+    /// The last three ASCII letters (lower-cased) or digits of `word`, packed; nil when it has another
+    /// script's letters or fewer than three of them.
+    static func asciiTail(_ word: ArraySlice<Unicode.Scalar>) -> UInt32? {
+        var tail: UInt32 = 0, kept = 0
+        for scalar in word.reversed() {
+            guard scalar.isASCII else { return nil }
+            guard isDigit(scalar) || isASCIILetter(scalar) else { continue }
+            if kept < 3 { tail |= (isDigit(scalar) ? scalar.value : scalar.value | 0x20) << (8 * UInt32(kept)) }
+            kept += 1
+        }
+        return kept >= 3 ? tail : nil
+    }
+
     /// Lower case, accents removed, letters (of any script) and digits only.
     static func fold(_ text: some StringProtocol) -> String {
         String(String(text).folding(options: [.diacriticInsensitive, .caseInsensitive], locale: nil).unicodeScalars
@@ -667,6 +692,7 @@ public struct LeakScanner: Sendable {
             let spacedGap = !separatedGap && !between.isEmpty && between.count <= 6 && between.allSatisfy { $0 == " " }
                 && tokens[index].range.count <= 24
             guard separatedGap || spacedGap else { continue }
+            if let tail = Self.asciiTail(s[tokens[index].range]), !Self.labelTails.contains(tail) { continue }
             // Before a plain space, only bare labels and "--flags" count: their words begin with one
             // of `bareLabelStarts` (or are in another script); most words of prose are passed over unfolded.
             if spacedGap {
