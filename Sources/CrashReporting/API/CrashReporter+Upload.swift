@@ -206,7 +206,7 @@ extension CrashReporter {
     /// What delivery has done in this process.
     public static var uploadStatus: UploadStatus {
         var status = uploader()?.status ?? UploadStatus()
-        status.leaksMasked = OutgoingCheck.masked.withLock { $0 }
+        status.leaksMasked = OutgoingCheck.masked.snapshot
         return status
     }
 

@@ -11,7 +11,16 @@ import Synchronization
 
 enum OutgoingCheck {
     /// Findings masked since the process started, by kind (`CrashReporter.uploadStatus.leaksMasked`).
-    static let masked = Mutex<[String: Int]>([:])
+    static let masked = MaskedCounts()
+
+    /// Guarded by an NSLock (a pthread mutex), not `Mutex`: ThreadSanitizer sees no order in
+    /// Synchronization's `Mutex` on Linux and reported the counts' updates as races (CI, 2026-11-27).
+    final class MaskedCounts: @unchecked Sendable {
+        private let lock = NSLock()
+        private var counts: [String: Int] = [:]
+        func add(_ kinds: [String]) { lock.withLock { for kind in kinds { counts[kind, default: 0] += 1 } } }
+        var snapshot: [String: Int] { lock.withLock { counts } }
+    }
 
     /// Keys whose values are machine facts (addresses, build-ids, symbols, paths, ids the
     /// pipeline made), in every destination's format; not read.
@@ -88,7 +97,7 @@ enum OutgoingCheck {
             joined.append(contentsOf: line)
         }
         let out = gzipped ? ((try? Gzip.compress(joined)) ?? joined) : joined
-        masked.withLock { counts in for kind in kinds { counts[kind, default: 0] += 1 } }
+        masked.add(kinds)
         return (out, kinds)
     }
 
