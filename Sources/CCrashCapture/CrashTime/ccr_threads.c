@@ -454,14 +454,19 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
         ccr_listed_thread *t = &c->listed[i];
         t->slot = -1;
         const char *reporter = reporter_thread_name(t->tid);
-        if (reporter != NULL) {   // named by this library: no /proc read, never asked
+        if (reporter == NULL) {
+            read_name(t->tid, t->name);
+            // Looked up again after the name: a thread of ours publishes itself before it renames
+            // itself (ccr_threads_mark_reporter), so a "crash-" name read here is found now.
+            reporter = reporter_thread_name(t->tid);
+        }
+        if (reporter != NULL) {   // named by this library: never asked
             int b = 0;
             for (; b < 15 && reporter[b]; b++) t->name[b] = reporter[b];
             for (; b < 17; b++) t->name[b] = '\0';
             t->state = LISTED_REPORTER;
             continue;
         }
-        read_name(t->tid, t->name);
         int blocked = signal_ours ? blocks_signal(c, t->tid, ccr_threads.signo) : 0;
         if (blocked > 0 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
         // Take a slot no late answer is writing into: a compare-and-swap from the state seen, so
