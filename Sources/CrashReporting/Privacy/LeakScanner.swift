@@ -631,13 +631,16 @@ public struct LeakScanner: Sendable {
     /// Last words of labels of several words ("mot de passe", "2FA code", "client secret", "API key").
     static let multiWordEnds: Set<String> = ["passe", "code", "number", "secret", "key", "token", "senha", "id"]
 
+    /// The label words a longer key may end with ("db_password", "X-Api-Key", "user.password").
+    static let labelEndings = ["password", "passwd", "secret", "apikey", "token", "passphrase"]
+
     /// Words whose folded form may end a label: the last three letters or digits of every label
     /// and of the label endings `labelled` accepts ("db_password"). A word of three or more ASCII
     /// letters and digits whose own last three are not here is no label's last word; most words of
     /// a JSON body ("sku", "quantity", "price") are passed over without folding them (Decision 0038).
     static let labelTails: Set<UInt32> = {
         var tails: Set<UInt32> = []
-        for label in secretLabels.union(bareLabels).union(["password", "passwd", "secret", "apikey", "token", "passphrase"]) {
+        for label in secretLabels.union(bareLabels).union(labelEndings) {
             if let tail = asciiTail(Array(label.unicodeScalars)[...]) { tails.insert(tail) }
         }
         return tails
@@ -692,13 +695,13 @@ public struct LeakScanner: Sendable {
             let spacedGap = !separatedGap && !between.isEmpty && between.count <= 6 && between.allSatisfy { $0 == " " }
                 && tokens[index].range.count <= 24
             guard separatedGap || spacedGap else { continue }
-            if let tail = Self.asciiTail(s[tokens[index].range]), !Self.labelTails.contains(tail) { continue }
             // Before a plain space, only bare labels and "--flags" count: their words begin with one
             // of `bareLabelStarts` (or are in another script); most words of prose are passed over unfolded.
             if spacedGap {
                 let first = s[tokens[index].range.lowerBound]
                 guard first.value >= 128 || Self.bareLabelStarts.contains(Unicode.Scalar(first.value | 0x20) ?? first) || first == "-" else { continue }
             }
+            if let tail = Self.asciiTail(s[tokens[index].range]), !Self.labelTails.contains(tail) { continue }
             // The label: this word, or it with the one or two before it ("mot de passe", "2FA code"):
             // wider only when this word ends a label of several words.
             var label: String?
@@ -707,7 +710,7 @@ public struct LeakScanner: Sendable {
                 let folded = ((index - width + 1)...index).map(folded).joined()
                 if secretLabels.contains(folded) || bareLabels.contains(folded) { label = folded; break }
                 // "db_password", "X-Api-Key", "user.password": a label word at the end of a key.
-                if width == 1, folded.count > 4, ["password", "passwd", "secret", "apikey", "token", "passphrase"].contains(where: folded.hasSuffix) {
+                if width == 1, folded.count > 4, labelEndings.contains(where: folded.hasSuffix) {
                     label = folded
                     break
                 }

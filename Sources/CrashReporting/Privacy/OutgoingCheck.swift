@@ -7,7 +7,6 @@
 // (and a Sentry item header's length follows its payload).
 import Foundation
 import Glibc
-import Synchronization
 
 enum OutgoingCheck {
     /// Findings masked since the process started, by kind (`CrashReporter.uploadStatus.leaksMasked`).

@@ -3,7 +3,6 @@
 // transform where a check or a hash is needed); the defaults are seed 000's and callers can extend them.
 import Foundation
 import Glibc
-import Synchronization
 
 public struct Redactor: Sendable {
     public struct Rule: Sendable {
@@ -285,9 +284,9 @@ extension Redactor {
         }
 
         /// The honorific pattern's ASCII form, on the text as written (it is case-sensitive).
+        private static let titles: [[UInt8]] = ["Mrs", "Mr", "Ms", "Miss", "Mx", "Dr", "Prof"].map { Array($0.utf8) }
+
         static func hasHonorific(_ text: [UInt8]) -> Bool {
-            let titles: [[UInt8]] = [Array("Mrs".utf8), Array("Mr".utf8), Array("Ms".utf8), Array("Miss".utf8), Array("Mx".utf8),
-                                     Array("Dr".utf8), Array("Prof".utf8)]
             func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 97 && (byte | 0x20) <= 122 }
             for start in text.indices where text[start] == UInt8(ascii: "M") || text[start] == UInt8(ascii: "D")
                 || text[start] == UInt8(ascii: "P") {
