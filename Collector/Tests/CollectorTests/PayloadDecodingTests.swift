@@ -52,7 +52,7 @@ import Testing
         ]
         for (name, body) in bodies {
             let checked = try PayloadDecoding.checked(body)
-            let direct = try #require(PayloadDecoding.direct(body), "\(name): the direct decode declined")
+            let direct = try #require(PayloadDecoding.direct(body)?.payload, "\(name): the direct decode declined")
             #expect(direct == checked, "\(name)")
         }
     }

@@ -129,6 +129,7 @@ struct Ingest: Sendable {
         }
         let payload: DiagnosticsPayload
         let key: Idempotency?
+        var sent: (body: [UInt8], ranges: StoredAsSent)?
         do {
             let json = try inflated(raw, contentEncoding: contentEncoding, limits: .diagnosticsUpload)
             // Scoped to the token: another token's key is another key. A repeat (same token, same
@@ -138,7 +139,11 @@ struct Ingest: Sendable {
                 return key.answer(repeating: first)
             }
             try UploadLimits.diagnosticsUpload.check(json)
-            payload = try PayloadDecoding.decode(json)
+            let decoded = try PayloadDecoding.decoded(json)
+            payload = decoded.payload
+            if decoded.asSent, let ranges = StoredAsSent.find(in: json), ranges.reports.count == payload.crash_reports.count {
+                sent = (json, ranges)
+            }
         } catch let failure as ValidationFailure {
             return .invalid(failure)
         } catch Gzip.Failure.tooLarge(let limit) {
@@ -153,7 +158,7 @@ struct Ingest: Sendable {
                                   received_at: Timestamp.format(now), status: "accepted")
         let answerText = String(decoding: try JSONEncoder.api.encode(answer), as: UTF8.self)
         let record = try Self.record(payload, diagnosticsID: answer.diagnostics_id, idempotencyKey: key?.storedKey,
-                                     answer: key?.stored(answerText) ?? answerText, receivedAt: now)
+                                     answer: key?.stored(answerText) ?? answerText, receivedAt: now, sent: sent)
         switch try await store.ingest(record) {
         case .stored:
             // Raw reports are stored as sent and grouped by module and offset; the worker finishes
@@ -170,28 +175,37 @@ struct Ingest: Sendable {
         }
     }
 
-    /// The payload as stored: one report per crash_reports entry, each with its issue.
+    /// The payload as stored: one report per crash_reports entry, each with its issue. With `sent`
+    /// (the body the payload was decoded from as sent, and where its reports are), the copies are
+    /// cut from it instead of encoded again.
     static func record(_ payload: DiagnosticsPayload, diagnosticsID: String, idempotencyKey: String?, answer: String,
-                       receivedAt: Date) throws -> IngestRecord {
+                       receivedAt: Date, sent: (body: [UInt8], ranges: StoredAsSent)? = nil) throws -> IngestRecord {
         let encoder = JSONEncoder.api
         let userID = payload.user_id.flatMap { $0.isEmpty ? nil : $0 }
-        let reports = try payload.crash_reports.map { report in
+        let reports = try payload.crash_reports.enumerated().map { index, report in
             IngestRecord.Report(
                 reportID: report.report_id, kind: report.kind,
                 occurredAt: Timestamp.parse(report.timestamp) ?? receivedAt, exceptionType: report.exception_type,
                 exceptionMessage: report.exception_message, symbolicated: report.symbolicated,
-                reportJSON: String(decoding: try encoder.encode(report), as: UTF8.self), issue: Grouping.issueKey(for: report))
+                reportJSON: try sent.map { $0.ranges.reportJSON(index, of: $0.body) } ?? String(decoding: encoder.encode(report), as: UTF8.self),
+                issue: Grouping.issueKey(for: report))
         }
         // The upload's copy keeps what its events show beside their report (logs, network
         // errors, custom data and keys, the app and host); each crash report is its own row, so
         // it is not stored (nor encoded) a second time here.
-        var rest = payload
-        rest.crash_reports = []
+        let payloadJSON: String
+        if let sent {
+            payloadJSON = sent.ranges.uploadJSON(of: sent.body)
+        } else {
+            var rest = payload
+            rest.crash_reports = []
+            payloadJSON = String(decoding: try encoder.encode(rest), as: UTF8.self)
+        }
         return IngestRecord(
             diagnosticsID: diagnosticsID, idempotencyKey: idempotencyKey, testRunID: payload.test_run_id, receivedAt: receivedAt,
             answer: answer, app: payload.app_metadata, userID: userID,
             userKey: userKey(userID: userID, deviceIdentifier: payload.device_metadata.device_identifier),
-            payloadJSON: String(decoding: try encoder.encode(rest), as: UTF8.self), reports: reports,
+            payloadJSON: payloadJSON, reports: reports,
             session: .init(sessionID: payload.test_run_id, appVersion: payload.app_metadata.app_version,
                            crashed: payload.crash_reports.contains { $0.kind == "crash" },
                            day: utcDay(sessionDate(payload, receivedAt: receivedAt))))

@@ -19,21 +19,33 @@ enum PayloadDecoding {
     /// model, and normalised there (`direct`). Anything else takes the way through a JSONValue
     /// tree (`checked`), which names every problem; that tree costs several times the decode
     /// itself (each JSONValue tries its types in turn), so it is kept for the uploads that need it.
-    static func decode(_ body: [UInt8]) throws -> DiagnosticsPayload {
-        if let payload = direct(body) { return payload }
-        return try checked(body)
+    static func decode(_ body: [UInt8]) throws -> DiagnosticsPayload { try decoded(body).payload }
+
+    /// The payload, and whether it is the body as sent: decoded directly with no field filled in,
+    /// so that copies cut from the body's bytes decode to it (`StoredAsSent`).
+    struct Decoded {
+        var payload: DiagnosticsPayload
+        var asSent: Bool
+    }
+
+    static func decoded(_ body: [UInt8]) throws -> Decoded {
+        if let (payload, filled) = direct(body) { return Decoded(payload: payload, asSent: !filled) }
+        return Decoded(payload: try checked(body), asSent: false)
     }
 
     /// The payload decoded straight from the body, normalised as `normalise` does; nil when
     /// `checked` could answer otherwise: a required field missing, null or of another type (the
     /// model's decoding throws), an empty test_run_id, timestamp_collected or environment, a whole number sent
-    /// with a fraction, a crash report without stack_trace.
-    static func direct(_ body: [UInt8]) -> DiagnosticsPayload? {
+    /// with a fraction, a crash report without stack_trace. `filled`: a report's id or
+    /// `symbolicated` was filled in.
+    static func direct(_ body: [UInt8]) -> (payload: DiagnosticsPayload, filled: Bool)? {
         guard let decoded = try? JSONDecoder().decode(Normalising.self, from: Data(body)) else { return nil }
         var payload = decoded.payload
         guard !nonEmptyStrings.contains(where: { $0.value(payload).isEmpty }),
               decoded.reports.count == payload.crash_reports.count else { return nil }
+        var filled = false
         for (index, presence) in decoded.reports.enumerated() {
+            filled = filled || !presence.hasReportID || !presence.hasSymbolicated
             if !presence.hasReportID { payload.crash_reports[index].report_id = "report-\(index)" }
             if !presence.hasSymbolicated {
                 payload.crash_reports[index].symbolicated = payload.crash_reports[index].thread_info.contains {
@@ -41,7 +53,7 @@ enum PayloadDecoding {
                 }
             }
         }
-        return payload
+        return (payload, filled)
     }
 
     /// The strings the payload schema does not let be empty, as the direct decode reads them; an
