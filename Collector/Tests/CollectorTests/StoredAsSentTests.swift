@@ -40,6 +40,13 @@ import Testing
             ("escaped key", sample.replacingOccurrences(of: #""crash_reports""#, with: #""crash\u005freports""#)),
             ("escaped other key", sample.replacingOccurrences(of: #""user_id""#, with: #""user\u005fid""#)),
             ("crash_reports twice", String(sample.dropLast()) + #","crash_reports":[]}"#),
+            // Keys twice in one object: JSONDecoder keeps the first, JSONSerialization, Python and
+            // PostgreSQL's jsonb the last; a copy with both would read differently elsewhere.
+            ("a top-level key twice", String(sample.dropLast()) + #","user_id":"someone else"}"#),
+            ("a key twice in a report", Self.first(#""exception_type":""#, in: sample, with: #""exception_type":"OTHER","exception_type":""#)),
+            ("a key written with an escape in a report", Self.first(#""exception_type""#, in: sample, with: #""exception\u005ftype""#)),
+            // The decoder compares keys as Swift strings: "café" composed and decomposed are one key.
+            ("canonically equal keys", #"{"crash_reports":[{"a":{"caf\#u{E9}":1,"cafe\#u{301}":2}}]}"#),
             ("no crash_reports", #"{"test_run_id":"x"}"#),
             ("crash_reports an object", #"{"crash_reports":{"a":[1]}}"#),
             ("an array", "[" + sample + "]"),
@@ -53,6 +60,17 @@ import Testing
             #expect(StoredAsSent.find(in: Array(text.utf8)) == nil, "\(name)")
         }
         #expect(StoredAsSent.find(in: Array(#" {"crash_reports" : [ ] } "#.utf8))?.reports == [])
+        // The same key in two objects is no duplicate; nor are keys that differ.
+        #expect(StoredAsSent.find(in: Array(#"{"crash_reports":[{"a":1,"b":{"a":2}},{"a":3}],"a":[{"a":4}]}"#.utf8))?.reports.count == 2)
+        // An object of 50,000 keys: each is looked up in a set once it has more than a few.
+        let many = "{" + (0..<50_000).map { #""k\#($0)":1"# }.joined(separator: ",") + "}"
+        #expect(StoredAsSent.find(in: Array(#"{"crash_reports":[\#(many)]}"#.utf8))?.reports.count == 1)
+        #expect(StoredAsSent.find(in: Array(#"{"crash_reports":[\#(String(many.dropLast())),"k7":2}]}"#.utf8)) == nil)
+    }
+
+    static func first(_ target: String, in text: String, with replacement: String) -> String {
+        guard let range = text.range(of: target) else { return text }
+        return text.replacingCharacters(in: range, with: replacement)
     }
 
     @Test func aFilledInFieldIsEncodedNotCut() throws {
@@ -98,6 +116,24 @@ import Testing
             // Each upload's reports went to the first upload's issues: the same crashes, however stored.
             let issues = try await collector.store.issues(IssueQuery())
             #expect(Set(issues.map(\.id)) == Set(first.map(\.id)), "\(issues)")
+
+            // A row this model cannot read (written by another version): the issue's page and API
+            // still answer, with the event listed and its whole-event fields left out.
+            let unreadable = try #require(stored.first)
+            let entry = try JSONDecoder().decode(DiagnosticsPayload.CrashReportEntry.self, from: Data(unreadable.reportJSON.utf8))
+            #expect(try await collector.store.replaceReport(.init(
+                id: unreadable.id, bundleID: unreadable.bundleID, kind: entry.kind, reportJSON: #"{"timestamp":1}"#,
+                symbolicated: unreadable.symbolicated, issue: Grouping.issueKey(for: entry), now: TestClock.now())))
+            var owner: Int64?
+            for issue in try await collector.store.issues(IssueQuery())
+            where try await collector.store.events(issueID: issue.id, limit: 50).contains(where: { $0.id == unreadable.id }) {
+                owner = issue.id
+            }
+            let ownerID = try #require(owner)
+            let api = try await collector.read("/api/issues/\(ownerID)?event=\(unreadable.id)")
+            #expect(api.status == 200, "\(api.text.prefix(300))")
+            #expect(api.json["event"] == nil || api.json["event"] is NSNull)
+            #expect(try await collector.read("/issues/\(ownerID)?event=\(unreadable.id)").status == 200)
             #expect(issues.allSatisfy { issue in issue.eventCount == 3 * (first.first { $0.id == issue.id }?.eventCount ?? 0) }, "\(issues)")
         }
     }

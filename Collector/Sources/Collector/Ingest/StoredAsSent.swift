@@ -3,9 +3,10 @@
 // is the body with that array emptied. Encoding them again (JSONEncoder, sorted keys) was about a
 // seventh of an upload's CPU time (Decision 0039). Only a body that was decoded with nothing
 // filled in (`PayloadDecoding.Decoded.asSent`) is cut; every reader decodes the copies with the
-// same model, so what it reads is what was grouped. Anything the scan does not expect — a top-level
-// key written with escapes, `crash_reports` twice, an element count other than the decoded one —
-// gives nil, and the copies are encoded as before.
+// same model, so what it reads is what was grouped. Anything the scan does not expect — a key
+// written with escapes, or twice in one object (other parsers keep another of the two than
+// JSONDecoder does), an element count other than the decoded one — gives nil, and the copies are
+// encoded as before.
 import CrashReportModel
 
 struct StoredAsSent: Equatable {
@@ -48,7 +49,13 @@ struct StoredAsSent: Equatable {
                 }
                 return false
             }
-            /// Past the value starting at `at`. False when it is not one.
+            /// The key of the string that ends at `at`, begun at `start`, added to `keys`; false
+            /// when it was written with an escape or is there already.
+            func newKey(from start: Int, escaped: Bool, _ keys: inout KeySet) -> Bool {
+                !escaped && keys.insert(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(at - 1)]), as: UTF8.self))
+            }
+            /// Past the value starting at `at`. False when it is not one, or when an object in it
+            /// has a key written with an escape or twice.
             func skipValue() -> Bool {
                 guard at < count else { return false }
                 var escaped = false
@@ -56,14 +63,27 @@ struct StoredAsSent: Equatable {
                 case 0x22:
                     return skipString(escaped: &escaped)
                 case 0x7B, 0x5B:
-                    var depth = 0
+                    // The open containers: an object's keys so far, or nil for an array.
+                    var open: [KeySet?] = []
+                    var expectingKey = false
                     while at < count {
                         switch bytes[at] {
-                        case 0x22: guard skipString(escaped: &escaped) else { return false }; continue
-                        case 0x7B, 0x5B: depth += 1
+                        case 0x22:
+                            let start = at + 1
+                            var escapedHere = false
+                            guard skipString(escaped: &escapedHere) else { return false }
+                            if expectingKey {
+                                guard open[open.count - 1] != nil, newKey(from: start, escaped: escapedHere, &open[open.count - 1]!) else { return false }
+                                expectingKey = false
+                            }
+                            continue
+                        case 0x7B: open.append(KeySet()); expectingKey = true
+                        case 0x5B: open.append(nil); expectingKey = false
+                        case 0x2C: expectingKey = open.last.map { $0 != nil } ?? false
                         case 0x7D, 0x5D:
-                            depth -= 1
-                            if depth == 0 { at += 1; return true }
+                            open.removeLast()
+                            expectingKey = false
+                            if open.isEmpty { at += 1; return true }
                         default: break
                         }
                         at += 1
@@ -77,6 +97,7 @@ struct StoredAsSent: Equatable {
             }
 
             var found: StoredAsSent?
+            var topKeys = KeySet()
             skipSpace()
             guard at < count, bytes[at] == 0x7B else { return nil }
             at += 1
@@ -87,14 +108,14 @@ struct StoredAsSent: Equatable {
                 guard at < count, bytes[at] == 0x22 else { return nil }
                 let keyStart = at + 1
                 var escaped = false
-                guard skipString(escaped: &escaped), !escaped else { return nil }
+                guard skipString(escaped: &escaped), newKey(from: keyStart, escaped: escaped, &topKeys) else { return nil }
                 let isReports = bytes[keyStart..<(at - 1)].elementsEqual(crashReportsKey)
                 skipSpace()
                 guard at < count, bytes[at] == 0x3A else { return nil }
                 at += 1
                 skipSpace()
                 if isReports {
-                    guard found == nil, at < count, bytes[at] == 0x5B else { return nil }
+                    guard at < count, bytes[at] == 0x5B else { return nil }
                     let arrayStart = at
                     var reports: [Range<Int>] = []
                     at += 1
@@ -129,5 +150,25 @@ struct StoredAsSent: Equatable {
             skipSpace()
             return at == count ? found : nil
         }
+    }
+}
+
+/// An object's keys as the decoder compares them (Swift strings: canonically equivalent spellings
+/// are one key), in a short array until there are many, then in a set: an object of 50,000 keys
+/// costs 50,000 insertions, not their squares.
+struct KeySet {
+    private var few: [String] = []
+    private var many: Set<String>?
+
+    /// False when `key` is there already.
+    mutating func insert(_ key: String) -> Bool {
+        if many != nil { return many!.insert(key).inserted }
+        if few.contains(key) { return false }
+        few.append(key)
+        if few.count > 16 {
+            many = Set(few)
+            few = []
+        }
+        return true
     }
 }

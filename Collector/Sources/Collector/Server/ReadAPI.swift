@@ -287,15 +287,17 @@ struct ReadAPI: Sendable {
             chosen = events.first { $0.id == selected }
             if chosen == nil { chosen = try await store.event(issueID: id, id: selected) }
         }
+        // An event whose stored copies this model cannot read (a row written by another version)
+        // is left out of the whole-event fields, not the cause of a 500 for the issue's page.
         return IssueDetailJSON(
-            issue: IssueJSON(issue, trend: trend), latest_event: try latest.map(EventJSON.init),
+            issue: IssueJSON(issue, trend: trend), latest_event: latest.flatMap { try? EventJSON($0) },
             events: events.map {
                 EventRefJSON(id: $0.id, diagnostics_id: $0.diagnosticsID, timestamp: Timestamp.format($0.occurredAt),
                              received_at: Timestamp.format($0.receivedAt), app_version: $0.appVersion, user_id: $0.userID,
                              host: Self.host(of: $0))
             },
             next_events_before: page.count > limit ? events.last?.id : nil,
-            event: try chosen.map(EventJSON.init))
+            event: chosen.flatMap { try? EventJSON($0) })
     }
 
     /// The reporting host of a stored report: its device metadata's hostname hash or identifier.
