@@ -349,6 +349,13 @@ case .contextThenCrash:
     level1(fixture)
 case .namedThreadsThenCrash:
     startNamedThreads()
+    if ProcessInfo.processInfo.environment["CRASH_FIXTURE_PRINT_THREAD_NAMES"] == "1" {
+        // Every thread's own name, as gdb, top -H and a crash read them.
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        let names = tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .newlines) }
+        FileHandle.standardError.write(Data("thread-names: \(names.joined(separator: "|"))\n".utf8))
+    }
     if ProcessInfo.processInfo.environment["CRASH_FIXTURE_TAKE_THREAD_SIGNAL"] == "1" {
         signal(ccr_thread_capture_signal(), SIG_IGN)   // another library takes the signal after start
     }

@@ -15,10 +15,16 @@ struct AllThreadsTests {
 
     @Test("every thread is listed with its name and its own stack, the crashed one first", arguments: BuildConfiguration.allCases)
     func namedThreads(_ configuration: BuildConfiguration) throws {
-        let run = try FixtureRun.run("named-threads-then-crash", configuration)
+        let run = try FixtureRun.run("named-threads-then-crash", configuration, environment: ["CRASH_FIXTURE_PRINT_THREAD_NAMES": "1"])
         let record = try run.onlyRecord()
         try checkCompleteRecord(record, run: run, signal: SIGSEGV)
         #expect(record.version == 2)
+        // Only threads that make no threads and queue no work carry a "crash-" name of their own:
+        // Linux threads inherit their creator's name, and a libdispatch worker made while the hang
+        // monitor queued its heartbeat was listed as an app thread called "crash-hangs".
+        let ownNames = try #require(run.standardError.split(separator: "\n").first { $0.hasPrefix("thread-names: ") })
+            .dropFirst("thread-names: ".count).split(separator: "|").map(String.init)
+        #expect(ownNames.filter { $0.hasPrefix("crash-") }.allSatisfy { ["crash-watchdog", "crash-memory"].contains($0) }, "\(ownNames)")
 
         // The crashed thread is the first thread line, marked crashed; its frames are the level chain.
         let text = try String(contentsOf: run.pendingRecords[0], encoding: .utf8)
@@ -62,7 +68,8 @@ struct AllThreadsTests {
         // This library's own threads (the watchdog, the pipeline, the memory sampler) are listed, not asked.
         let reporters = record.otherThreads.filter { $0.state == "crash_reporter" }
         #expect(reporters.count >= 2 && reporters.allSatisfy { $0.frames.isEmpty }, "\(reporters.map(\.thread.name))")
-        // They name themselves, and the record gives those names (written, not read from /proc).
+        // The record gives their names (written, not read from /proc; the pipeline and the hang
+        // monitor do not rename themselves).
         let names = Set(reporters.map(\.thread.name))
         #expect(names.isSubset(of: ["crash-watchdog", "crash-pipeline", "crash-hangs", "crash-memory"]), "\(names)")
         #expect(names.contains("crash-watchdog") && names.contains("crash-pipeline"), "\(names)")

@@ -68,7 +68,7 @@ int ccr_thread_capture_signal(void) {
     return ccr_threads.enabled ? ccr_threads.signo : 0;
 }
 
-void ccr_threads_mark_reporter(const char *name) {
+void ccr_threads_mark_reporter(const char *name, int rename) {
     int tid = ccr_gettid();
     char short_name[16] = {0};
     strncpy(short_name, name ? name : "crash-reporter", sizeof short_name - 1);
@@ -87,5 +87,8 @@ void ccr_threads_mark_reporter(const char *name) {
     // Renamed only once published: a crash that reads the new name finds the thread among ours
     // when it looks again (ccr_threads.c). Renamed first, a hang monitor starting as the process
     // crashed was listed as an app thread called "crash-hangs" (AllThreadsTests, 1 run in 4).
-    prctl(PR_SET_NAME, short_name, 0, 0, 0);
+    // Not renamed when it queues work: a libdispatch worker the hang monitor's heartbeat made
+    // inherited "crash-hangs" and was listed as an app thread of that name (fresh-clone CI,
+    // 2026-11-27).
+    if (rename) prctl(PR_SET_NAME, short_name, 0, 0, 0);
 }

@@ -68,11 +68,14 @@ int ccr_module_count(void);
 int ccr_thread_capture_signal(void);
 
 /// Marks the calling thread as one of this library's own (the upload pipeline, the memory
-/// sampler) and names it `name` (at most 15 bytes; "crash-…", so that gdb, top -H and the record
-/// say whose it is): a crash lists it as `crash_reporter` without asking it to unwind itself, as
-/// it does the watchdog, and without reading its name from /proc. At most 8; later calls are
+/// sampler) under `name` (at most 15 bytes; "crash-…"): a crash lists it as `crash_reporter`
+/// without asking it to unwind itself, as it does the watchdog, and writes that name without
+/// reading /proc. With `rename`, the thread's own name becomes `name` too (gdb and top -H show
+/// it); only for a thread that makes no threads and hands no work to a pool, because Linux
+/// threads inherit their creator's name: libdispatch's workers made while this thread queued
+/// work would carry "crash-…" while they run the app's work. At most 8; later calls are
 /// ignored. Lock-free.
-void ccr_threads_mark_reporter(const char *name);
+void ccr_threads_mark_reporter(const char *name, int rename);
 
 /// The calling thread's id (gettid(2)). Async-signal-safe.
 int ccr_gettid(void);

@@ -172,7 +172,9 @@ public enum CrashReporter {
                 state.context.map { makeHangMonitor(hangs, context: $0, uploader: uploader) }
             }
             let pipeline = BackgroundWork {
-                ccr_threads_mark_reporter("crash-pipeline")   // listed at a crash, not asked to unwind (like the watchdog)
+                // Listed at a crash, not asked to unwind (like the watchdog); not renamed: it makes threads
+                // and URLSession queues work on libdispatch's pool, whose new workers inherit its name.
+                ccr_threads_mark_reporter("crash-pipeline", 0)
                 loadLibunwind()                // off the caller's thread (install deferred it)
                 hangMonitor?.start()           // its thread made here, not on the caller's
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }

@@ -133,7 +133,9 @@ final class HangMonitor: Sendable {
     /// off the caller's (the first Task starts the cooperative pool).
     func start() {
         _ = BackgroundWork { [self] in
-            ccr_threads_mark_reporter("crash-hangs")   // listed at a crash or a hang, never asked
+            // Listed at a crash or a hang, never asked; not renamed: its heartbeats queue work on the main
+            // queue and the cooperative pool, whose new workers would inherit its name.
+            ccr_threads_mark_reporter("crash-hangs", 0)
             if watchesMainThread {
                 // Registered by its first beat on the main queue: until then (and for good, where
                 // the queue is never drained) there is nothing to watch.

@@ -136,7 +136,7 @@ final class MemorySampler: @unchecked Sendable {
         }
         sample()
         let thread = Thread { [self] in
-            ccr_threads_mark_reporter("crash-memory")
+            ccr_threads_mark_reporter("crash-memory", 1)   // it only samples: named for gdb and top -H
             while true {
                 let components = interval.components
                 var pause = timespec(tv_sec: Int(components.seconds), tv_nsec: Int(components.attoseconds / 1_000_000_000))
@@ -147,7 +147,6 @@ final class MemorySampler: @unchecked Sendable {
                 sample()
             }
         }
-        thread.name = "crash-reporting memory"
         thread.qualityOfService = .utility
         thread.start()
     }
