@@ -96,6 +96,17 @@ struct StoredAsSent: Equatable {
                 }
             }
 
+            /// After an array's element or an object's member: true when a comma says another
+            /// follows, false past the closing bracket, nil for anything else.
+            func another(closing: UInt8) -> Bool? {
+                skipSpace()
+                guard at < count else { return nil }
+                if bytes[at] == 0x2C { at += 1; return true }
+                guard bytes[at] == closing else { return nil }
+                at += 1
+                return false
+            }
+
             var found: StoredAsSent?
             var topKeys = KeySet()
             skipSpace()
@@ -128,24 +139,16 @@ struct StoredAsSent: Equatable {
                             let start = at
                             guard skipValue() else { return nil }
                             reports.append(start..<at)
-                            skipSpace()
-                            guard at < count else { return nil }
-                            if bytes[at] == 0x2C { at += 1; continue }
-                            guard bytes[at] == 0x5D else { return nil }
-                            at += 1
-                            break
+                            guard let more = another(closing: 0x5D) else { return nil }
+                            if !more { break }
                         }
                     }
                     found = StoredAsSent(reports: reports, array: arrayStart..<at)
                 } else {
                     guard skipValue() else { return nil }
                 }
-                skipSpace()
-                guard at < count else { return nil }
-                if bytes[at] == 0x2C { at += 1; continue }
-                guard bytes[at] == 0x7D else { return nil }
-                at += 1
-                break
+                guard let more = another(closing: 0x7D) else { return nil }
+                if !more { break }
             }
             skipSpace()
             return at == count ? found : nil
