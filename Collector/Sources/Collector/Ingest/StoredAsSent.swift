@@ -28,7 +28,7 @@ struct StoredAsSent: Equatable {
     private static let crashReportsKey = Array("crash_reports".utf8)
 
     /// The ranges in `body`, a JSON object; nil when it is not one the scan can vouch for.
-    /// Linear in the body's length, no recursion (nesting is counted, not followed).
+    /// Linear in the body's length, no recursion (open containers are kept on a stack).
     static func find(in body: [UInt8]) -> StoredAsSent? {
         body.withUnsafeBufferPointer { bytes -> StoredAsSent? in
             let count = bytes.count
