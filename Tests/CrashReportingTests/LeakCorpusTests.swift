@@ -77,11 +77,34 @@ struct LeakCorpusTests {
     /// Every string (keys too) of the body that would be sent with `text` placed where the sample
     /// says: redacted by the seed 000 redactor as the pipeline does, then through the outgoing check.
     static func sent(where place: String, key: String?, texts: [String]) throws -> [String] {
+        let json = try body(where: place, key: key, texts: texts, redacted: true)
+        let body = try Gzip.compress(json)
+        let out = try Gzip.decompress(OutgoingCheck.cleaned(body, gzipped: true)?.body ?? body)
+        var strings: [String] = []
+        func walk(_ value: Any) {
+            switch value {
+            case let object as [String: Any]:
+                for (name, child) in object {
+                    strings.append(name)
+                    walk(child)
+                }
+            case let array as [Any]: array.forEach(walk)
+            case let text as String: strings.append(text)
+            default: break
+            }
+        }
+        walk(try JSONSerialization.jsonObject(with: out))
+        return strings
+    }
+
+    /// The JSON body a destination would send with `texts` placed where a sample says; redacted
+    /// by the seed 000 redactor as the pipeline does, or as the app wrote them.
+    static func body(where place: String, key: String?, texts: [String], redacted: Bool) throws -> Data {
         let json: Data
         if place == "api_body" {
             // Seed 003's api_log event, its body redacted as APILogUpload does.
             let events: [[String: Any]] = texts.map { ["url": "https://api.example.com/v1/orders", "method": "POST", "statusCode": 500,
-                                                       "requestBody": Redactor.seed000.redact($0)] }
+                                                       "requestBody": redacted ? Redactor.seed000.redact($0) : $0] }
             json = try JSONSerialization.data(withJSONObject: events)
         } else {
             var payload = DiagnosticsPayload(
@@ -102,26 +125,10 @@ struct LeakCorpusTests {
                     payload.logs.append(.init(timestamp: "2026-11-26T00:00:00.000Z", level: "error", tag: "app", message: text))
                 }
             }
-            Redactor.seed000.apply(to: &payload)
+            if redacted { Redactor.seed000.apply(to: &payload) }
             json = try payload.encoded()
         }
-        let body = try Gzip.compress(json)
-        let out = try Gzip.decompress(OutgoingCheck.cleaned(body, gzipped: true)?.body ?? body)
-        var strings: [String] = []
-        func walk(_ value: Any) {
-            switch value {
-            case let object as [String: Any]:
-                for (name, child) in object {
-                    strings.append(name)
-                    walk(child)
-                }
-            case let array as [Any]: array.forEach(walk)
-            case let text as String: strings.append(text)
-            default: break
-            }
-        }
-        walk(try JSONSerialization.jsonObject(with: out))
-        return strings
+        return json
     }
 
     static func digits(_ text: String) -> String {
@@ -279,5 +286,79 @@ struct LeakScannerReviewTests {
         #expect(LeakScanner().findings(in: emails).count == 30_000)
         #expect(LeakScanner().findings(in: String(repeating: " 001", count: 50_000)).isEmpty)
         #expect(LeakScanner().findings(in: String(repeating: "1234 ", count: 40_000)).count <= 40_000)
+    }
+}
+
+/// The outgoing check's first pass (Decision 0040) only answers "nothing to mask"; anything else
+/// goes to the full pass. Whatever the body, the two must give the same answer.
+@Suite("Outgoing check: first pass")
+struct OutgoingFirstPassTests {
+    /// The same masking with the first pass as with the full pass alone, and the first pass's
+    /// own answer ("nothing to mask") only where the full pass masks nothing. Returns that answer.
+    @discardableResult
+    static func agree(_ body: Data, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let full = OutgoingCheck.cleaned(body, gzipped: false, firstPass: false)
+        let withFirst = OutgoingCheck.cleaned(body, gzipped: false)
+        let clean = OutgoingCheck.nothingToMask(OutgoingCheck.lines(of: body), MemoScanner(LeakScanner()))
+        #expect(full?.kinds.sorted() == withFirst?.kinds.sorted(), "\(comment)", sourceLocation: sourceLocation)
+        if clean { #expect(full == nil, "first pass: nothing; full pass: \(full?.kinds ?? []) in \(comment)", sourceLocation: sourceLocation) }
+        return clean
+    }
+
+    @Test("over the leak and benign corpora as the app wrote them, in each place and an envelope's lines")
+    func corpus() throws {
+        let corpus = try LeakCorpusTests.load()
+        var answers: [Bool] = []
+        var samples: [(place: String, key: String?, texts: [String])] = corpus.leaks.map { ($0.where, $0.key, [$0.text]) }
+        samples += corpus.benign.map { ($0.where, $0.key, [$0.text]) }
+        samples += corpus.split.map { ("message", nil, $0.breadcrumbs) }
+        for sample in samples {
+            let body = try LeakCorpusTests.body(where: sample.place, key: sample.key, texts: sample.texts, redacted: false)
+            answers.append(Self.agree(body, "\(sample.place): \(sample.texts)"))
+            // The same texts as an envelope's lines (Sentry, Logz.io), as an array of strings and as a key.
+            var envelope = Data(#"{"event_id":"9f0c","sent_at":"2026-11-27T00:00:00Z"}"#.utf8)
+            for text in sample.texts {
+                let item = try JSONSerialization.data(withJSONObject: ["message": text, "extra": [text, "ok"], text: 1] as [String: Any])
+                envelope.append(contentsOf: Data("\n{\"type\":\"event\",\"length\":\(item.count)}\n".utf8) + item)
+            }
+            answers.append(Self.agree(envelope, "envelope: \(sample.texts)"))
+        }
+        // Both answers occur: the corpus exercises the first pass's "nothing" and its hand-over.
+        #expect(answers.contains(true) && answers.contains(false))
+        #expect(answers.filter { !$0 }.count >= corpus.leaks.count, "\(answers.filter { !$0 }.count)")
+    }
+
+    @Test("what the first pass does not read as Foundation would goes to the full pass", arguments: [
+        #"{"logs":[{"message":"token part eyJhbGciOiJIUzI1NiJ9","message":"ok"},{"message":"x"}]}"#,   // a member twice
+        #"{"custom_data":{"card":4111111111111111.0,"n":1e400}}"#,
+        #"{"custom_data":{"card":4111111111111111e0}}"#,
+        #"{"custom_data":{"card":-0,"pin":00}}"#,
+        #"{"m":"jane.doe\u0040example.com"}"#,
+        #"{"m":"\ud83d\ude00 fine"}"#,
+        #"{"m":"lone \ud83d surrogate"}"#,
+        #"{"m":"bad \x escape"}"#,
+        "{\"m\":\"raw \u{01} control\"}",
+        #"not json: pw=hunter22"#,
+        #"   "#,
+        #"{"a":[1,2,]}"#,
+        #"{"a":tru}"#,
+        #"["4111 1111","1111 1111"]"#,
+        #"[{"msg":"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"},{"msg":"eyJzdWIiOiIxMjM0NTY3ODkwIn0"},{"msg":"SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"}]"#,
+        #"{"message":7,"msg":"card 4111 1111 1111 1111"}"#,
+        #"{"stack_trace":{"frames":[{"function":"pw=hunter22"}]},"x":"ok"}"#,
+        #"{"request_id":"5b97d1c2-a0e3-4f6e","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#,
+        #"{"password":"hunter2","ok":true,"n":null}"#,
+        #"{"custom_keys":{"jane.doe@example.com":"x"}}"#,   // only a member's name
+        #"{"custom_data":{"card":4111111111111111}}"#,        // only a number under a key
+    ])
+    func handOver(_ text: String) {
+        Self.agree(Data(text.utf8), text)
+    }
+
+    @Test("a clean payload is answered by the first pass alone")
+    func cleanPayload() throws {
+        let body = try LeakCorpusTests.body(where: "message", key: nil, texts: ["GET /v1/orders/:id 200 in 4 ms", "cache miss for order 100042"], redacted: true)
+        #expect(Self.agree(body, "payload"))
+        #expect(LeakScanner.awsKeyPrefixes.allSatisfy { $0.hasPrefix("A") })
     }
 }

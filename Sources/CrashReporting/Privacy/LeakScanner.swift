@@ -31,6 +31,11 @@ public struct LeakScanner: Sendable {
         OutgoingCheck.cleaned(body, gzipped: gzipped)
     }
 
+    /// The same, with the first pass (Decision 0040) on or off: for the benchmark's comparison.
+    @_spi(Benchmarks) public static func cleanedBody(_ body: Data, gzipped: Bool, firstPass: Bool) -> (body: Data, kinds: [String])? {
+        OutgoingCheck.cleaned(body, gzipped: gzipped, firstPass: firstPass)
+    }
+
     /// Everything in `text` that looks like a secret or personal data, in order, not overlapping.
     public func findings(in text: String) -> [Finding] {
         guard !text.isEmpty else { return [] }
@@ -113,11 +118,15 @@ public struct LeakScanner: Sendable {
 
     // MARK: digits
 
-    static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.value >= 48 && scalar.value <= 57 }
-    static func isASCIILetter(_ scalar: Unicode.Scalar) -> Bool { (scalar.value | 0x20) >= 97 && (scalar.value | 0x20) <= 122 }
-    static func isWordScalar(_ scalar: Unicode.Scalar) -> Bool {
-        isDigit(scalar) || isASCIILetter(scalar) || (scalar.value > 127 && (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
-            || scalar.properties.generalCategory == .nonspacingMark || scalar.properties.generalCategory == .spacingMark))
+    @inline(__always) static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.value >= 48 && scalar.value <= 57 }
+    @inline(__always) static func isASCIILetter(_ scalar: Unicode.Scalar) -> Bool { (scalar.value | 0x20) >= 97 && (scalar.value | 0x20) <= 122 }
+    @inline(__always) static func isWordScalar(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value < 128 { return isDigit(scalar) || isASCIILetter(scalar) }
+        return isWordScalarBeyondASCII(scalar)
+    }
+    static func isWordScalarBeyondASCII(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+            || scalar.properties.generalCategory == .nonspacingMark || scalar.properties.generalCategory == .spacingMark
     }
 
     /// Issuer prefixes of the card networks, and the check digit.
@@ -155,7 +164,9 @@ public struct LeakScanner: Sendable {
                 cursor = gap
             }
             let end = groups.last!.end
-            if end >= s.count || !isWordScalar(s[end]) {
+            // A card has 13 digits or more: a shorter run ("200", "10.0.3.7") has none.
+            let runDigits = groups.reduce(0) { $0 + $1.end - $1.start }
+            if runDigits >= 13, end >= s.count || !isWordScalar(s[end]) {
                 let digits = groups.map { s[$0.start..<$0.end].map { Int($0.value) - 48 } }
                 search: for first in groups.indices {
                     // A card starts the run or follows a space: "0.4221165755827173" is a fraction.
@@ -187,7 +198,8 @@ public struct LeakScanner: Sendable {
         func isUpperAlnum(_ scalar: Unicode.Scalar) -> Bool { isDigit(scalar) || (scalar.value >= 65 && scalar.value <= 90) }
         var index = 0
         while index + 20 <= s.count {
-            guard index == 0 || !isUpperAlnum(s[index - 1]) && !isASCIILetter(s[index - 1]),
+            // Every prefix begins with "A": most positions end at the first test.
+            guard s[index] == "A", index == 0 || !isUpperAlnum(s[index - 1]) && !isASCIILetter(s[index - 1]),
                   prefixes.contains(where: { s[index..<(index + 4)].elementsEqual($0) }),
                   s[(index + 4)..<(index + 20)].allSatisfy(isUpperAlnum),
                   index + 20 == s.count || !(isUpperAlnum(s[index + 20]) || isASCIILetter(s[index + 20])) else { index += 1; continue }
@@ -213,9 +225,9 @@ public struct LeakScanner: Sendable {
     private static func ssns(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
         guard s.count >= 11 else { return }
         for start in 0...(s.count - 11) {
-            guard start == 0 || !(isWordScalar(s[start - 1]) || s[start - 1] == "-") else { continue }
             let separator = s[start + 3]
-            guard separator == "-" || separator == " ", s[start + 6] == separator else { continue }
+            guard separator == "-" || separator == " ", s[start + 6] == separator, isDigit(s[start]) else { continue }
+            guard start == 0 || !(isWordScalar(s[start - 1]) || s[start - 1] == "-") else { continue }
             let positions = [0, 1, 2, 4, 5, 7, 8, 9, 10].map { start + $0 }
             guard positions.allSatisfy({ isDigit(s[$0]) }) else { continue }
             let end = start + 11
@@ -377,6 +389,7 @@ public struct LeakScanner: Sendable {
         ("SG.", 40, .urlSafe), ("shpat_", 32, .alnum), ("shpss_", 32, .alnum), ("dop_v1_", 64, .alnum),
         ("glc_", 30, .urlSafe), ("AccountKey=", 40, .base64),
     ]
+    /// Each begins with "A" (`awsKeyIDs` tests that letter first).
     static let awsKeyPrefixes = ["AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "ABIA", "ACCA"]
 
     enum Charset {
@@ -392,7 +405,7 @@ public struct LeakScanner: Sendable {
     }
 
     private static func tokenShapes(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
-        for token in tokens {
+        for token in tokens where token.range.count >= 5 {   // shape(of:) needs 5 or more
             let word = Array(s[token.range])
             if let kind = shape(of: word) { spans.append((kind, token.range)) }
         }

@@ -37,7 +37,9 @@ enum OutgoingCheck {
     static let mask = "[REDACTED:%@]"
 
     /// The body to send instead of `body`, with what was masked; nil when there was nothing to mask.
-    static func cleaned(_ body: Data, gzipped: Bool, scanner: LeakScanner = LeakScanner()) -> (body: Data, kinds: [String])? {
+    /// `firstPass`: answer "nothing to mask" from the bytes when it can (`nothingToMask`); false
+    /// runs the full pass alone (tests compare the two).
+    static func cleaned(_ body: Data, gzipped: Bool, scanner: LeakScanner = LeakScanner(), firstPass: Bool = true) -> (body: Data, kinds: [String])? {
         let plain: Data
         if gzipped {
             guard let inflated = try? Gzip.decompress(body) else { return nil }   // not ours to judge: sent as is
@@ -45,20 +47,11 @@ enum OutgoingCheck {
         } else {
             plain = body
         }
+        guard !plain.isEmpty else { return nil }
         var kinds: [String] = []
         let scanner = MemoScanner(scanner)
-        var lines: [Data.SubSequence] = []
-        var lineStart = plain.startIndex
-        plain.withUnsafeBytes { bytes in
-            var offset = 0
-            while let found = memchr(bytes.baseAddress! + offset, 0x0A, bytes.count - offset) {
-                let end = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
-                lines.append(plain[lineStart..<(plain.startIndex + end)])
-                lineStart = plain.startIndex + end + 1
-                offset = end + 1
-            }
-        }
-        lines.append(plain[lineStart...])
+        var lines = Self.lines(of: plain)
+        if firstPass, nothingToMask(lines, scanner) { return nil }
         var changed = false
         var changedLines: Set<Int> = []
         for index in lines.indices where !lines[index].isEmpty {
@@ -100,6 +93,24 @@ enum OutgoingCheck {
         return (out, kinds)
     }
 
+    /// The body's lines (one JSON document each in an envelope; the whole body otherwise).
+    static func lines(of plain: Data) -> [Data.SubSequence] {
+        var lines: [Data.SubSequence] = []
+        var lineStart = plain.startIndex
+        plain.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var offset = 0
+            while let found = memchr(base + offset, 0x0A, bytes.count - offset) {
+                let end = base.distance(to: UnsafeRawPointer(found))
+                lines.append(plain[lineStart..<(plain.startIndex + end)])
+                lineStart = plain.startIndex + end + 1
+                offset = end + 1
+            }
+        }
+        lines.append(plain[lineStart...])
+        return lines
+    }
+
     static func maskText(_ text: String, _ findings: [LeakScanner.Finding]) -> (String, [String]) {
         guard !findings.isEmpty else { return (text, []) }
         var out = ""
@@ -114,6 +125,24 @@ enum OutgoingCheck {
     }
 
     static func fold(_ key: String) -> String { String(key.lowercased().unicodeScalars.filter { LeakScanner.isASCIILetter($0) }.map(Character.init)) }
+
+    /// Unicode's ASCII_Hex_Digit: 0-9, a-f, A-F (a byte of a multi-byte scalar is none of them).
+    @inline(__always) static func isASCIIHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte | 0x20 >= 97 && byte | 0x20 <= 102)
+    }
+
+    /// What is found in a string value under `key` (nil: the body's top level): read with its key,
+    /// except an id that joins a report to a server's logs. Both passes read strings this way.
+    static func stringFindings(_ text: String, key: String?, _ scanner: MemoScanner) -> [LeakScanner.Finding] {
+        guard !text.isEmpty else { return [] }
+        guard let key else { return scanner.findings(in: text, key: nil) }
+        if scanner.isCorrelationKey(key) {
+            // An id looks random by design ("req_q257VAfC0YMttM"): only known secret formats count.
+            if text.utf8.allSatisfy({ isASCIIHexDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) { return [] }
+            return scanner.findings(in: text, key: nil)
+        }
+        return scanner.findings(in: text, key: key)
+    }
 
     /// A string is read with its key (`LeakScanner.findings(in:key:)`: "password=hunter2", and
     /// the value as a whole); neighbouring strings of an array are read together for split secrets.
@@ -164,17 +193,7 @@ enum OutgoingCheck {
             }
             return (result, kinds)
         case let text as String:
-            guard !text.isEmpty else { return (text, []) }
-            if let key {
-                let folded = fold(key)
-                if correlationKeys.contains(folded) {
-                    // An id looks random by design ("req_q257VAfC0YMttM"): only known secret formats count.
-                    if text.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == "-" || $0 == "_" }) { return (text, []) }
-                    return maskText(text, scanner.findings(in: text, key: nil))
-                }
-                return maskText(text, scanner.findings(in: text, key: key))
-            }
-            return maskText(text, scanner.findings(in: text, key: nil))
+            return maskText(text, stringFindings(text, key: key, scanner))
         case let number as NSNumber where !(value is Bool):
             // {"card": 4111111111111111}: a number is read as its digits, with its key.
             guard let key else { return (value, []) }
@@ -188,12 +207,21 @@ enum OutgoingCheck {
 }
 
 /// One body's strings repeat (keys, breadcrumbs shared by records): each is scanned once.
-private final class MemoScanner {
+final class MemoScanner {
     let scanner: LeakScanner
     private var clean: Set<String> = []
     private var labelKeys: [String: Bool] = [:]
 
+    private var correlationKeys: [String: Bool] = [:]
+
     init(_ scanner: LeakScanner) { self.scanner = scanner }
+
+    func isCorrelationKey(_ key: String) -> Bool {
+        if let known = correlationKeys[key] { return known }
+        let answer = OutgoingCheck.correlationKeys.contains(OutgoingCheck.fold(key))
+        if correlationKeys.count < 10_000 { correlationKeys[key] = answer }
+        return answer
+    }
 
     func findings(in text: String, key: String?) -> [LeakScanner.Finding] {
         let memoKey = key.map { $0 + "\u{0}" + text } ?? text
