@@ -228,4 +228,30 @@ extension RedactionTests {
             #expect(hinted == unhinted.redact(text), "\(text)")
         }
     }
+
+    @Test("the verifier's checks take the same hints: the same findings with and without them, raw and redacted, on both corpora")
+    func verifierHintsAreSound() throws {
+        // Every check has a hint: its seed rule's when the pattern is the rule's, else its own word.
+        #expect(RedactionVerifier.hintedCheckCount == RedactionVerifier.defaultCheckCount)
+        #expect(RedactionVerifier.defaultCheckCount > 40)
+        let leaks = try LeakCorpusTests.load()
+        var texts = Self.corpus.map(\.text) + leaks.leaks.map(\.text) + leaks.split.flatMap(\.breadcrumbs) + leaks.benign.map(\.text)
+        texts += ["Authorization: Basic dXNlcjpwYXNzd29yZA==", "basic  QWxhZGRpbjpvcGVu", "Bearer abcdefgh12", "BEARER\tabc.def-ghi",
+                  "Basicly fine", "a Bearer of news",
+                  // Long runs at the edge of the long-token check's hint: hex (refused), one letter past "f", split by "_" or "-".
+                  "id 0123456789abcdef0123456789abcdef", "id 0123456789abcdef0123456789abcdeg", "g0123456789abcdef0123456789abcdef",
+                  "0123456789ABCDEF0123456789ABCDEFZ", "_0123456789abcdefg0123456789abcdef0", "x-0123456789abcdefghij0123456789abcdef",
+                  "q0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdef_q"]
+        texts += texts.map { Redactor.seed000.redact($0) }
+        texts += texts.map { $0.uppercased() } + texts.map { "key=" + $0 }
+        #expect(texts.count > 5000)
+        let hinted = RedactionVerifier(), unhinted = RedactionVerifier(knownNames: [], usesHints: false)
+        var flagged = 0
+        for text in texts {
+            let found = hinted.findings(in: text)
+            #expect(found == unhinted.findings(in: text), "\(text)")
+            if !found.isEmpty { flagged += 1 }
+        }
+        #expect(flagged > 1000, "\(flagged)")   // the raw samples: the comparison covers findings, not only their absence
+    }
 }

@@ -52,3 +52,17 @@ enum PayloadStages {
         for stage in stages { try stage.run(&payload) }
     }
 }
+
+/// The privacy stages as an upload pass runs them on a payload (one memo for the pass, the
+/// default redactor and verifier): what `tools/bench-privacy` times.
+@_spi(Benchmarks) public final class UploadPassPrivacy {
+    private let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+
+    public init() {}
+
+    /// `RedactStage`: the seed 000 redactor over every free text, each distinct text once.
+    public func redact(_ payload: inout DiagnosticsPayload) { memo.redactor.apply(to: &payload, redact: memo.redact) }
+
+    /// `VerifyStage`'s check: how many findings it would refuse the payload for.
+    public func verify(_ payload: DiagnosticsPayload) -> Int { memo.findings(in: payload).count }
+}

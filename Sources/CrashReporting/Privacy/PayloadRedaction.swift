@@ -117,17 +117,25 @@ final class RedactionMemo {
             let hits = verifier.findings(in: text)
             if hits.isEmpty { clean.insert(text) } else { found += hits }
         }
-        func walk(_ value: Any, path: [String]) {
+        // One path, grown and shrunk as the walk goes (not a new array per value).
+        var path: [String] = []
+        func walk(_ value: Any) {
             if PayloadRedaction.isMachinePath(path) { return }
             let key = path.last.flatMap { Int($0) == nil ? $0 : nil }
             switch value {
             case let object as [String: Any]:
                 for (name, element) in object {
                     check(name)
-                    walk(element, path: path + [name])
+                    path.append(name)
+                    walk(element)
+                    path.removeLast()
                 }
             case let array as [Any]:
-                for (index, element) in array.enumerated() { walk(element, path: path + [String(index)]) }
+                for (index, element) in array.enumerated() {
+                    path.append(String(index))
+                    walk(element)
+                    path.removeLast()
+                }
             case let text as String:
                 check(text)
                 if let key { check(key + "=" + text) }
@@ -137,7 +145,7 @@ final class RedactionMemo {
                 break
             }
         }
-        walk(root, path: [])
+        walk(root)
         return found
     }
 }

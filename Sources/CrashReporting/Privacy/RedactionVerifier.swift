@@ -20,6 +20,9 @@ public struct RedactionVerifier: Sendable {
         let expression: NSRegularExpression
         /// Whether a match really is unredacted data; gets the groups and the text just after the match.
         let accept: (@Sendable (_ groups: [String?], _ following: String) -> Bool)?
+        /// The seed rule's hint, when this check's pattern is that rule's own (same name, same
+        /// pattern): what the pattern cannot match without holds for the check as for the rule.
+        let gate: Redactor.Gate?
     }
 
     /// The known-names check, if any; the default checks are compiled once per process, at the
@@ -27,10 +30,17 @@ public struct RedactionVerifier: Sendable {
     private let extraChecks: [Check]
     /// The names given to `init` (the crash-sender rebuilds the same verifier from them).
     let knownNames: [String]
+    /// Off: every check runs on every text (tests: the hints change no finding).
+    let usesHints: Bool
 
     /// `knownNames`: the names the redactor was given (`Redactor.knownNames`), flagged wherever they appear.
     public init(knownNames: [String] = []) {
+        self.init(knownNames: knownNames, usesHints: true)
+    }
+
+    init(knownNames: [String], usesHints: Bool) {
         self.knownNames = knownNames
+        self.usesHints = usesHints
         extraChecks = PIIPatterns.knownNames(knownNames).map { Self.compile([("known-names", $0, nil)]) } ?? []
     }
 
@@ -76,8 +86,15 @@ public struct RedactionVerifier: Sendable {
         guard !text.isEmpty else { return [] }
         let ns = text as NSString
         var hits: [(rule: String, range: NSRange)] = []
-        for check in Self.defaultChecks + extraChecks {
-            for match in check.expression.matches(in: text, options: [], range: NSRange(location: 0, length: ns.length)) {
+        // ASCII text is read once for the seed hints (Decision 0038); other text meets every check.
+        let facts = usesHints ? Redactor.TextFacts(text) : nil
+        let length = ns.length
+        // The default checks, then the known-names one: not `defaultChecks + extraChecks`, a copy
+        // (and a retain of every check) per text.
+        for index in 0..<(Self.defaultChecks.count + extraChecks.count) {
+            let check = index < Self.defaultChecks.count ? Self.defaultChecks[index] : extraChecks[index - Self.defaultChecks.count]
+            if let gate = check.gate, let facts, !facts.admits(gate) { continue }
+            for match in check.expression.matches(in: text, options: [], range: NSRange(location: 0, length: length)) {
                 if let accept = check.accept {
                     let groups = (0..<match.numberOfRanges).map { index -> String? in
                         let range = match.range(at: index)
@@ -149,17 +166,32 @@ public struct RedactionVerifier: Sendable {
                 assertionFailure("verifier pattern \(name) does not compile")
                 return nil
             }
-            return Check(name: name, expression: expression, accept: accept)
+            let seedRule = Redactor.seed000RuleList.first { $0.name == name }
+            var gate = seedRule?.pattern == pattern ? Redactor.seedHints[name]?.gate
+                : ownHintWords[pattern].map { Redactor.Hint($0).resolved(in: Redactor.hintWords).gate }
+            // Its acceptance refuses hex: a text whose long runs are all hex cannot be flagged.
+            if name == "long-token", pattern == P.longToken { gate?.shape = .alphanumericRunNotHex(32) }
+            return Check(name: name, expression: expression, accept: accept, gate: gate)
         }
     }
+
+    /// How many default checks have a hint, and how many there are (tests).
+    static var hintedCheckCount: Int { defaultChecks.count(where: { $0.gate != nil }) }
+    static var defaultCheckCount: Int { defaultChecks.count }
+
+    /// The checks whose pattern is the verifier's own, and the word each cannot match without
+    /// (the patterns are case-insensitive; `Redactor.hintWords` holds these words too).
+    static let bearerPattern = #"\bBearer\s+[\w~+/-][\w.~+/=-]{7,}"#
+    static let basicPattern = #"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}"#
+    static let ownHintWords: [String: [String]] = [bearerPattern: ["bearer"], basicPattern: ["basic"]]
 
     private static let defaultChecks: [Check] = compile([
         ("email", P.email, nil),
         ("url-credentials", P.urlCredentials, { groups, _ in groups[3] != "[REDACTED]" }),
         ("password", P.labelledPattern(labels: P.passwordLabels, value: P.passwordValue, quoted: P.anyQuoted, after: P.keywordStart),
          unredactedValue),
-        ("bearer", #"\bBearer\s+[\w~+/-][\w.~+/=-]{7,}"#, nil),
-        ("authorization", #"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}"#, nil),
+        ("bearer", bearerPattern, nil),
+        ("authorization", basicPattern, nil),
         ("jwt", P.jwt, nil),
         ("api-key", P.apiKeyPrefixes, nil),
         ("token", P.labelledPattern(labels: P.tokenLabels, value: P.tokenValue, after: P.keywordStart), unredactedValue),

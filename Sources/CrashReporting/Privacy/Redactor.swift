@@ -139,8 +139,9 @@ public struct Redactor: Sendable {
     /// pattern (its labels, its literal prefixes, its digit counts); `RedactionTests` checks on
     /// both corpora that the rules give the same output with and without them.
     static let seedHints: [String: Hint] = seedHintList.mapValues { $0.resolved(in: hintWords) }
-    /// Every seed hint's words, looked for in one pass over a text.
-    static let hintWords = HintWords(seedHintList.values.flatMap(\.words))
+    /// Every seed hint's words and the verifier's own (`RedactionVerifier.ownHintWords`), looked
+    /// for in one pass over a text.
+    static let hintWords = HintWords(seedHintList.values.flatMap(\.words) + RedactionVerifier.ownHintWords.values.flatMap { $0 })
     private static let seedHintList: [String: Hint] = [
         "build-id": Hint(["build"]), "memory-dump": Hint(["0x"]), "jwt": Hint(["eyj"]), "bearer": Hint(["bearer"]),
         "fcm-token": Hint([":apa91b"]), "fcm-token-labelled": Hint(["token", "registration"]), "url-credentials": Hint(["://"]),
@@ -174,6 +175,9 @@ public struct Redactor: Sendable {
             case digitRun(Int)
             /// 32+ letters and digits in a row (long tokens).
             case alphanumericRun(Int)
+            /// As many letters and digits in a row, one of them a letter past "f" (not hex: the
+            /// verifier's long-token check flags no hex run).
+            case alphanumericRunNotHex(Int)
             /// d.d.d.d (IPv4).
             case dottedQuad
             /// `count` numbers with at least `fraction` digits after a point (coordinates).
@@ -228,6 +232,7 @@ extension Redactor.TextFacts {
         switch gate.shape {
         case .digitRun(let count)?: guard longestDigitRun >= count else { return false }
         case .alphanumericRun(let count)?: guard longestAlphanumericRun >= count else { return false }
+        case .alphanumericRunNotHex(let count)?: guard longestNotHexRun >= count else { return false }
         case .dottedQuad?: guard dottedQuad else { return false }
         case .decimals(let fraction, let count)?: guard (fraction >= 4 ? longDecimals : decimals) >= count else { return false }
         case .lettersThenDigits?: guard lettersThenDigits else { return false }
@@ -253,6 +258,8 @@ extension Redactor {
         var digits = 0
         var longestDigitRun = 0
         var longestAlphanumericRun = 0
+        /// The longest run of letters and digits holding a letter g–z.
+        var longestNotHexRun = 0
         var dottedQuad = false
         /// Numbers with a fraction of 1+ digits, and of 4+ digits.
         var decimals = 0
@@ -303,74 +310,105 @@ extension Redactor {
         }
 
         private mutating func scanShapes() {
-            func isDigit(_ index: Int) -> Bool { index >= 0 && index < bytes.count && bytes[index] >= 48 && bytes[index] <= 57 }
-            func isLetter(_ index: Int) -> Bool { index >= 0 && index < bytes.count && bytes[index] >= 97 && bytes[index] <= 122 }
-            func isHex(_ byte: UInt8) -> Bool { (byte >= 48 && byte <= 57) || (byte >= 97 && byte <= 102) }
-            var digitRun = 0, alphanumericRun = 0
-            var hexRun = 0, runColons = 0, runSeparators = 0
-            var index = 0
-            while index < bytes.count {
-                let byte = bytes[index]
-                if isHex(byte) {
-                    hexRun += 1
-                } else if byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-") {
-                    runSeparators += 1
-                    hexSeparators = max(hexSeparators, runSeparators)
-                    if byte == UInt8(ascii: ":") {
-                        runColons += 1
-                        hexColons = max(hexColons, runColons)
+            // Read through a buffer into locals, written back once: the closures over `self`
+            // that this replaced paid an exclusivity check and a bounds check per look.
+            var shapes = Shapes()
+            bytes.withUnsafeBufferPointer { shapes.scan($0) }
+            longestDigitRun = shapes.longestDigitRun
+            longestAlphanumericRun = shapes.longestAlphanumericRun
+            longestNotHexRun = shapes.longestNotHexRun
+            dottedQuad = shapes.dottedQuad
+            decimals = shapes.decimals
+            longDecimals = shapes.longDecimals
+            lettersThenDigits = shapes.lettersThenDigits
+            phoneTail = shapes.phoneTail
+            hexColons = shapes.hexColons
+            hexSeparators = shapes.hexSeparators
+            hexDashHex = shapes.hexDashHex
+            hemisphere = shapes.hemisphere
+        }
+
+        /// The shapes `Hint.Shape` names, read in one walk over the lower-cased bytes.
+        private struct Shapes {
+            var longestDigitRun = 0, longestAlphanumericRun = 0, longestNotHexRun = 0, decimals = 0, longDecimals = 0
+            var hexColons = 0, hexSeparators = 0
+            var dottedQuad = false, lettersThenDigits = false, phoneTail = false, hexDashHex = false, hemisphere = false
+
+            mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) {
+                let count = bytes.count
+                @inline(__always) func isDigit(_ index: Int) -> Bool { index >= 0 && index < count && bytes[index] &- 48 <= 9 }
+                @inline(__always) func isLetter(_ index: Int) -> Bool { index >= 0 && index < count && bytes[index] &- 97 <= 25 }
+                @inline(__always) func isHex(_ byte: UInt8) -> Bool { byte &- 48 <= 9 || byte &- 97 <= 5 }
+                var digitRun = 0, alphanumericRun = 0, runNotHex = false
+                var hexRun = 0, runColons = 0, runSeparators = 0
+                var index = 0
+                while index < count {
+                    let byte = bytes[index]
+                    let digit = byte &- 48 <= 9
+                    if isHex(byte) {
+                        hexRun += 1
+                    } else if byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-") {
+                        runSeparators += 1
+                        hexSeparators = max(hexSeparators, runSeparators)
+                        if byte == UInt8(ascii: ":") {
+                            runColons += 1
+                            hexColons = max(hexColons, runColons)
+                        } else {
+                            runColons = 0   // a dash ends a run of hex digits and colons
+                            if !hexDashHex, hexRun >= 8 {
+                                var after = 0
+                                while after < 16, index + 1 + after < count, isHex(bytes[index + 1 + after]) { after += 1 }
+                                hexDashHex = after == 16
+                            }
+                        }
+                        hexRun = 0
                     } else {
-                        runColons = 0   // a dash ends a run of hex digits and colons
-                        if !hexDashHex, hexRun >= 8 {
-                            var after = 0
-                            while after < 16, index + 1 + after < bytes.count, isHex(bytes[index + 1 + after]) { after += 1 }
-                            hexDashHex = after == 16
+                        hexRun = 0; runColons = 0; runSeparators = 0
+                    }
+                    if digit || byte &- 97 <= 25 {
+                        alphanumericRun += 1
+                        longestAlphanumericRun = max(longestAlphanumericRun, alphanumericRun)
+                        if byte &- 103 <= 19 { runNotHex = true }   // g-z
+                        if runNotHex { longestNotHexRun = max(longestNotHexRun, alphanumericRun) }
+                    } else {
+                        alphanumericRun = 0
+                        runNotHex = false
+                    }
+                    if digit {
+                        digitRun += 1
+                        longestDigitRun = max(longestDigitRun, digitRun)
+                    } else if !((byte == 32 || byte == UInt8(ascii: "-")) && isDigit(index - 1) && isDigit(index + 1)) {
+                        digitRun = 0
+                    }
+                    if byte == UInt8(ascii: "."), isDigit(index - 1), isDigit(index + 1) {
+                        var fraction = 0
+                        while isDigit(index + 1 + fraction) { fraction += 1 }
+                        decimals += 1
+                        if fraction >= 4 { longDecimals += 1 }
+                        if !hemisphere, fraction >= 2 {
+                            var cursor = index + 1 + fraction
+                            while cursor < count, bytes[cursor] == 32 || bytes[cursor] == 9 { cursor += 1 }
+                            hemisphere = cursor < count && (bytes[cursor] == UInt8(ascii: "n") || bytes[cursor] == UInt8(ascii: "s"))
                         }
                     }
-                    hexRun = 0
-                } else {
-                    hexRun = 0; runColons = 0; runSeparators = 0
-                }
-                if isDigit(index) || isLetter(index) {
-                    alphanumericRun += 1
-                    longestAlphanumericRun = max(longestAlphanumericRun, alphanumericRun)
-                } else {
-                    alphanumericRun = 0
-                }
-                if isDigit(index) {
-                    digitRun += 1
-                    longestDigitRun = max(longestDigitRun, digitRun)
-                } else if !((byte == 32 || byte == UInt8(ascii: "-")) && isDigit(index - 1) && isDigit(index + 1)) {
-                    digitRun = 0
-                }
-                if byte == UInt8(ascii: "."), isDigit(index - 1), isDigit(index + 1) {
-                    var fraction = 0
-                    while isDigit(index + 1 + fraction) { fraction += 1 }
-                    decimals += 1
-                    if fraction >= 4 { longDecimals += 1 }
-                    if !hemisphere, fraction >= 2 {
-                        var cursor = index + 1 + fraction
-                        while cursor < bytes.count, bytes[cursor] == 32 || bytes[cursor] == 9 { cursor += 1 }
-                        hemisphere = cursor < bytes.count && (bytes[cursor] == UInt8(ascii: "n") || bytes[cursor] == UInt8(ascii: "s"))
+                    if !lettersThenDigits, isLetter(index), isLetter(index + 1), isDigit(index + 2), isDigit(index + 3) { lettersThenDigits = true }
+                    if !phoneTail, (byte == 32 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")),
+                       isDigit(index - 1), isDigit(index - 2), isDigit(index - 3),
+                       isDigit(index + 1), isDigit(index + 2), isDigit(index + 3), isDigit(index + 4) { phoneTail = true }
+                    if !dottedQuad, digit, !isDigit(index - 1) {
+                        // d+.d+.d+.d+ from here
+                        var cursor = index, groups = 0
+                        while groups < 4 {
+                            guard isDigit(cursor) else { break }
+                            while isDigit(cursor) { cursor += 1 }
+                            groups += 1
+                            guard groups < 4, cursor < count, bytes[cursor] == UInt8(ascii: ".") else { break }
+                            cursor += 1
+                        }
+                        if groups == 4 { dottedQuad = true }
                     }
+                    index += 1
                 }
-                if !lettersThenDigits, isLetter(index), isLetter(index + 1), isDigit(index + 2), isDigit(index + 3) { lettersThenDigits = true }
-                if !phoneTail, (byte == 32 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")),
-                   isDigit(index - 1), isDigit(index - 2), isDigit(index - 3),
-                   isDigit(index + 1), isDigit(index + 2), isDigit(index + 3), isDigit(index + 4) { phoneTail = true }
-                if !dottedQuad, isDigit(index), !isDigit(index - 1) {
-                    // d+.d+.d+.d+ from here
-                    var cursor = index, groups = 0
-                    while groups < 4 {
-                        guard isDigit(cursor) else { break }
-                        while isDigit(cursor) { cursor += 1 }
-                        groups += 1
-                        guard groups < 4, cursor < bytes.count, bytes[cursor] == UInt8(ascii: ".") else { break }
-                        cursor += 1
-                    }
-                    if groups == 4 { dottedQuad = true }
-                }
-                index += 1
             }
         }
         var length: Int { bytes.count }
