@@ -51,7 +51,7 @@ func ms(_ duration: Duration) -> Double { Double(duration.components.attoseconds
 let clock = ContinuousClock()
 var encodeGzip: [Double] = [], redaction: [Double] = [], check: [Double] = [], bodyOnly: [Double] = []
 var checkBodyOnly: [Double] = [], fullPass: [Double] = []
-var passRedaction: [Double] = [], passVerify: [Double] = []
+var passRedaction: [Double] = [], passVerify: [Double] = [], verifyBefore: [Double] = []
 var masked = 0
 for _ in 0..<rounds {
     var payload = makePayload()
@@ -68,6 +68,9 @@ for _ in 0..<rounds {
     passRedaction.append(ms(clock.measure { pass.redact(&payload) }))
     var refused = 0
     passVerify.append(ms(clock.measure { refused = pass.verify(payload) }))
+    // The same stage as it was before Decision 0040: Foundation's JSON tree, every check on every text.
+    let before = UploadPassPrivacy(verifierHints: false)
+    verifyBefore.append(ms(clock.measure { _ = before.verify(payload, readingBytes: false) }))
     precondition(refused == 0 && alone == payload, "the pass's redaction differs from the redactor's, or its verifier refused")
     let body = try Gzip.compress(payload.encoded())
     var result: (body: Data, kinds: [String])?
@@ -87,6 +90,7 @@ print(String(format: "seed 000 redaction                 %8.2f ms  (%.1fx baseli
 print(String(format: "  of which the 64 KiB body alone     %8.2f ms", median(bodyOnly)))
 print(String(format: "  as an upload pass runs it (memo)   %8.2f ms", median(passRedaction)))
 print(String(format: "verify stage (seed 000's verifier)   %8.2f ms", median(passVerify)))
+print(String(format: "  before (Foundation tree, no hints)  %7.2f ms  (%.1fx)", median(verifyBefore), median(verifyBefore) / median(passVerify)))
 print(String(format: "outgoing check (gunzip, scan)      %8.2f ms  (%.1fx baseline)", median(check), median(check) / median(encodeGzip)))
 print(String(format: "  of which the 64 KiB body alone     %8.2f ms", median(checkBodyOnly)))
 print(String(format: "  the full pass alone (no first pass) %7.2f ms  (first pass saves %.0f %%)", median(fullPass), 100 * (1 - median(check) / median(fullPass))))

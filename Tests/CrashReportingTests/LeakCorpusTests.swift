@@ -200,19 +200,26 @@ extension LeakCorpusTests {
     /// Payloads as the pipeline builds them from the record corpus (breadcrumbs, keys, thread
     /// names, fatal messages, modules), and seed 000's own example: nothing in them is a secret,
     /// and the outgoing check must leave their bytes alone.
-    @Test("payloads of real records and seed 000's example pass the outgoing check untouched")
-    func realPayloadsUntouched() throws {
-        let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    /// Payloads as the pipeline builds them from the record corpus, by record name.
+    static func realPayloads() throws -> [(String, DiagnosticsPayload)] {
         let corpus = tests.appendingPathComponent("CrashReportModelTests/Corpus")
-        var bodies: [(String, Data)] = []
+        var payloads: [(String, DiagnosticsPayload)] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted() where name.hasSuffix(".crash") {
             guard let record = try? CrashRecord(data: Data(contentsOf: corpus.appendingPathComponent(name)), source: name) else { continue }
             let report = CrashReport(record: record, reason: "reason", crashedThread: .init(id: 1, name: "main", isMain: true, frames: []), images: [])
-            let payload = PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)
-            bodies.append((name, try payload.encoded()))
+            payloads.append((name, PayloadBuilder(app: Self.app, host: Self.host).payload(record: record, report: report)))
         }
+        return payloads
+    }
+
+    static let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let seedExample = tests.appendingPathComponent("CrashReportModelTests/Payloads/seed000-example-payload.json")
+
+    @Test("payloads of real records and seed 000's example pass the outgoing check untouched")
+    func realPayloadsUntouched() throws {
+        var bodies = try Self.realPayloads().map { ($0.0, try $0.1.encoded()) }
         #expect(bodies.count >= 8)
-        bodies.append(("seed000-example-payload.json", try Data(contentsOf: tests.appendingPathComponent("CrashReportModelTests/Payloads/seed000-example-payload.json"))))
+        bodies.append(("seed000-example-payload.json", try Data(contentsOf: Self.seedExample)))
         for (name, body) in bodies {
             let result = OutgoingCheck.cleaned(body, gzipped: false)
             #expect(result == nil, "\(name): \(result?.kinds ?? [])")

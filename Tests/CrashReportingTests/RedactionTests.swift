@@ -255,3 +255,62 @@ extension RedactionTests {
         #expect(flagged > 1000, "\(flagged)")   // the raw samples: the comparison covers findings, not only their absence
     }
 }
+
+/// The verify stage reads the encoded payload's bytes (Decision 0040); it must find what the
+/// walk over Foundation's JSON tree finds, text for text.
+@Suite("Verify stage: the payload's bytes against Foundation's tree")
+struct VerifyWalkTests {
+    static func agree(_ payload: DiagnosticsPayload, _ comment: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let bytes = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+        let tree = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+        let fromBytes = bytes.findings(in: payload).map(\.description).sorted()
+        let fromTree = tree.findings(in: payload, readingBytes: false).map(\.description).sorted()
+        #expect(bytes.lastReadBytes, "the byte reader gave up on \(comment)", sourceLocation: sourceLocation)
+        #expect(fromBytes == fromTree, "\(comment)", sourceLocation: sourceLocation)
+    }
+
+    @Test("the leak and benign corpora, unredacted and redacted, in every place a sample names")
+    func corpus() throws {
+        let corpus = try LeakCorpusTests.load()
+        var samples: [(place: String, key: String?, texts: [String])] = corpus.leaks.map { ($0.where, $0.key, [$0.text]) }
+        samples += corpus.benign.map { ($0.where, $0.key, [$0.text]) }
+        samples += corpus.split.map { ("message", nil, $0.breadcrumbs) }
+        var flagged = 0
+        for sample in samples where sample.place != "api_body" {
+            for redacted in [false, true] {
+                let json = try LeakCorpusTests.body(where: sample.place, key: sample.key, texts: sample.texts, redacted: redacted)
+                let payload = try JSONDecoder().decode(DiagnosticsPayload.self, from: json)
+                Self.agree(payload, "\(sample.texts)")
+                if !redacted, !(RedactionMemo(redactor: .seed000, verifier: RedactionVerifier()).findings(in: payload).isEmpty) { flagged += 1 }
+            }
+        }
+        #expect(flagged > 200, "\(flagged)")   // findings are compared, not only their absence
+    }
+
+    @Test("payloads of real records (frames, images, threads: machine paths) and seed 000's example")
+    func realPayloads() throws {
+        var payloads = try LeakCorpusTests.realPayloads()
+        #expect(payloads.count >= 8)
+        payloads.append(("seed000", try JSONDecoder().decode(DiagnosticsPayload.self, from: Data(contentsOf: LeakCorpusTests.seedExample))))
+        for (name, payload) in payloads { Self.agree(payload, name) }
+    }
+
+    @Test("numbers, booleans, nulls, escapes, nesting and machine paths in custom data, keys and errors")
+    func shapes() throws {
+        var payload = DiagnosticsPayload(
+            test_run_id: "t", app_metadata: PipelineUnitTests.app, device_metadata: PipelineUnitTests.host,
+            timestamp_collected: "2026-11-27T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+        payload.custom_data = [
+            "lat": .double(37.7749), "lng": .double(-122.4194), "count": .int(3), "flag": .bool(true), "off": .bool(false), "none": .null,
+            "big": .double(1e300), "small": .double(-0.000012), "whole": .double(2.0), "card": .int(4_111_111_111_111_111),
+            "note": .string("tab\tquote\" slash/ uni \u{1F600} nul\u{0} café"), "123": .string("jane.doe@example.com"),
+            "nested": .object(["list": .array([.string("call +1 415 555 0100"), .int(7), .object(["password": .string("hunter2")])])]),
+            "email@example.com": .string("key is an email"),
+        ]
+        payload.custom_keys = ["room": .string("Room 12"), "latitude": .string("37.7749")]
+        payload.user_id = "user-4242"
+        payload.logs = [.init(timestamp: "2026-11-27T00:00:00.000Z", level: "error", tag: "app", message: "card 4111 1111 1111 1111",
+                              metadata: ["lat": .double(51.5072), "ids": .array([.int(1), .int(2)])])]
+        Self.agree(payload, "shapes")
+    }
+}

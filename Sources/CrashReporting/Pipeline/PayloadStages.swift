@@ -56,13 +56,19 @@ enum PayloadStages {
 /// The privacy stages as an upload pass runs them on a payload (one memo for the pass, the
 /// default redactor and verifier): what `tools/bench-privacy` times.
 @_spi(Benchmarks) public final class UploadPassPrivacy {
-    private let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+    private let memo: RedactionMemo
 
-    public init() {}
+    /// `verifierHints` false: every check on every text, as before Decision 0040.
+    public init(verifierHints: Bool = true) {
+        memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier(knownNames: [], usesHints: verifierHints))
+    }
 
     /// `RedactStage`: the seed 000 redactor over every free text, each distinct text once.
     public func redact(_ payload: inout DiagnosticsPayload) { memo.redactor.apply(to: &payload, redact: memo.redact) }
 
     /// `VerifyStage`'s check: how many findings it would refuse the payload for.
-    public func verify(_ payload: DiagnosticsPayload) -> Int { memo.findings(in: payload).count }
+    /// `readingBytes` false: through Foundation's JSON tree, as before Decision 0040.
+    public func verify(_ payload: DiagnosticsPayload, readingBytes: Bool = true) -> Int {
+        memo.findings(in: payload, readingBytes: readingBytes).count
+    }
 }

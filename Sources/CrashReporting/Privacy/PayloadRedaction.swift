@@ -92,6 +92,8 @@ final class RedactionMemo {
     private let verifier: RedactionVerifier?
     private var redacted: [String: String] = [:]
     private var clean: Set<String> = []
+    /// Whether the last `findings(in:)` read the payload's bytes (tests).
+    private(set) var lastReadBytes = false
 
     init(redactor: Redactor, verifier: RedactionVerifier?) {
         self.redactor = redactor
@@ -108,15 +110,34 @@ final class RedactionMemo {
 
     /// What the verifier still finds in the final payload: every string and number outside the
     /// machine subtrees, seen with its key ("lat=37.77"), and every key.
-    func findings(in payload: DiagnosticsPayload) -> [RedactionVerifier.Finding] {
-        guard let verifier, let data = try? payload.encoded(),
-              let root = try? JSONSerialization.jsonObject(with: data) else { return [] }
+    /// `readingBytes` false: Foundation's tree only (tests and the benchmark compare the two).
+    /// The payload's keys are unique (its own encoding), so both readings see the same values.
+    func findings(in payload: DiagnosticsPayload, readingBytes: Bool = true) -> [RedactionVerifier.Finding] {
+        guard let verifier, let data = try? payload.encoded() else { return [] }
         var found: [RedactionVerifier.Finding] = []
         func check(_ text: String) {
             guard !clean.contains(text) else { return }
             let hits = verifier.findings(in: text)
             if hits.isEmpty { clean.insert(text) } else { found += hits }
         }
+        // The encoded payload's bytes, read as JSONSerialization would (Decision 0040); anything
+        // the reader cannot vouch for, and the payload is read through Foundation's tree instead.
+        let read: Bool = readingBytes && data.withUnsafeBytes { bytes in
+            var walk = VerifyWalk(json: JSONBytes(bytes), check: check)
+            do {
+                walk.json.skipSpace()
+                guard walk.json.peek() == UInt8(ascii: "{") else { return false }
+                try walk.value(depth: 0)
+                walk.json.skipSpace()
+                return walk.json.atEnd
+            } catch {
+                return false
+            }
+        }
+        lastReadBytes = read
+        if read { return found }
+        found = []
+        guard let root = try? JSONSerialization.jsonObject(with: data) else { return [] }
         // One path, grown and shrunk as the walk goes (not a new array per value).
         var path: [String] = []
         func walk(_ value: Any) {
@@ -147,6 +168,56 @@ final class RedactionMemo {
         }
         walk(root)
         return found
+    }
+}
+
+/// The verify stage's walk over the encoded payload's bytes: every name, every string (alone
+/// and as "key=value" under a key that is not an array index) and every number and boolean
+/// under such a key ("lat=37.7749"), as NSNumber writes it, outside the machine paths
+/// (`PayloadRedaction.isMachinePath`), in document order.
+struct VerifyWalk {
+    var json: JSONBytes
+    let check: (String) -> Void
+    private var path: [String] = []
+
+    init(json: JSONBytes, check: @escaping (String) -> Void) {
+        self.json = json
+        self.check = check
+    }
+
+    mutating func value(depth: Int) throws {
+        guard depth < JSONBytes.maxDepth else { throw JSONBytes.Unsure() }
+        if PayloadRedaction.isMachinePath(path) { return try json.skipValue(depth: depth) }
+        let key = path.last.flatMap { Int($0) == nil ? $0 : nil }
+        switch json.peek() {
+        case UInt8(ascii: "{"):
+            guard !json.open() else { return }
+            repeat {
+                let name = try json.name()
+                check(name)
+                path.append(name)
+                try value(depth: depth + 1)
+                path.removeLast()
+            } while try json.another(UInt8(ascii: "}"))
+        case UInt8(ascii: "["):
+            guard !json.open() else { return }
+            var index = 0
+            repeat {
+                path.append(String(index))
+                try value(depth: depth + 1)
+                path.removeLast()
+                index += 1
+            } while try json.another(UInt8(ascii: "]"))
+        case UInt8(ascii: "\""):
+            let text = try json.string()
+            check(text)
+            if let key { check(key + "=" + text) }
+        case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            // JSONSerialization gives a boolean as an NSNumber, null as NSNull (not read).
+            if let bool = try json.literal(), let key { check(key + "=" + NSNumber(value: bool).stringValue) }
+        default:
+            if let digits = try json.number(digits: key != nil), let key { check(key + "=" + digits) }
+        }
     }
 }
 
