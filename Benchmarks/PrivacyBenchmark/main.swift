@@ -1,7 +1,9 @@
 // What privacy costs an upload pass, off the app's threads: seed 000's redaction of a payload of
-// 500 breadcrumbs (with metadata) and a 64 KiB API body, then the outgoing check (LeakScanner)
-// over the gzip'd body the destination sends, beside encoding + gzip alone (the baseline every
-// upload pays), in the same run. Prints medians and ratios; not a test.
+// 500 breadcrumbs (with metadata) and a 64 KiB API body (alone, and with the pass's memo as the
+// pipeline runs it), the verify stage, then the outgoing check (LeakScanner) over the gzip'd body
+// the destination sends, beside encoding + gzip alone (the baseline every upload pays) and the
+// verify stage and the check as they were before Decision 0040, in the same run. Prints medians
+// and ratios; not a test.
 // Usage: PrivacyBenchmark [rounds]
 import CrashReportModel
 @_spi(Benchmarks) import CrashReporting
