@@ -142,16 +142,22 @@ struct JSONBytes {
         at += 1
         let start = at
         var escaped = false
-        while let b = peek(), b != UInt8(ascii: "\"") {
+        // The closing quote: a plain loop over the bytes (no optional per byte).
+        let count = bytes.count
+        var cursor = at
+        while cursor < count {
+            let b = bytes[cursor]
+            if b == UInt8(ascii: "\"") { break }
             if b < 0x20 { throw Unsure() }
             if b == UInt8(ascii: "\\") {
                 escaped = true
-                at += 2
+                cursor += 2
             } else {
-                at += 1
+                cursor += 1
             }
         }
-        guard at < bytes.count else { throw Unsure() }
+        at = cursor
+        guard at < count else { throw Unsure() }
         let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<at])
         at += 1
         guard escaped else {

@@ -332,7 +332,7 @@ public struct LeakScanner: Sendable {
         }
         var index = 0
         while index + begin.count <= s.count {
-            guard matches(begin, at: index) else { index += 1; continue }
+            guard s[index] == "-", matches(begin, at: index) else { index += 1; continue }
             // "-----BEGIN [RSA |EC |OPENSSH |ENCRYPTED ]PRIVATE KEY-----" on one line.
             var labelEnd = index + begin.count
             while labelEnd < s.count, labelEnd - index < 48, s[labelEnd] != "\n", !matches(marker, at: labelEnd) { labelEnd += 1 }
@@ -367,7 +367,7 @@ public struct LeakScanner: Sendable {
             let start = index
             while index < s.count, !isSeparator(s[index]) { index += 1 }
             var end = index
-            while end > start, [".", ",", "-"].contains(s[end - 1]) { end -= 1 }   // sentence punctuation
+            while end > start, s[end - 1] == "." || s[end - 1] == "," || s[end - 1] == "-" { end -= 1 }   // sentence punctuation
             if end > start { tokens.append(Token(range: start..<end)) }
         }
         return tokens
