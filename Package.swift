@@ -82,13 +82,13 @@ let package = Package(
             path: "Benchmarks/LogHandlerBenchmark"
         ),
 
-        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel"], exclude: ["Corpus", "Payloads"]),
+        .testTarget(name: "CrashReportModelTests", dependencies: ["CrashReportModel", "CrashTestSupport"], exclude: ["Corpus", "Payloads"]),
         // Runs fixtures as subprocesses and asks llvm-symbolizer, for the test targets below.
         .target(name: "CrashTestSupport", dependencies: ["CrashReportModel"], path: "Tests/CrashTestSupport"),
         .testTarget(name: "CrashCaptureTests", dependencies: ["CrashReportModel", "CrashTestSupport", "CrashFixture", "crash-sender"]),
         .testTarget(
             name: "CrashReportingTests",
-            dependencies: ["CrashReporting", "CrashReportingLogging", "CrashReportModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CrashReporting", "CrashReportingLogging", "CrashReportModel", "CrashTestSupport", .product(name: "Logging", package: "swift-log")],
             exclude: ["PIICorpus"]
         ),
         .testTarget(

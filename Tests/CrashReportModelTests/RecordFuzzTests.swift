@@ -3,20 +3,9 @@
 // either read or be refused with a CrashRecordError — never trap, never another error. The same
 // corpus seeds the coverage-guided fuzzer in tools/fuzz-record-parser.
 import CrashReportModel
+import CrashTestSupport
 import Foundation
 import Testing
-
-/// SplitMix64: small, seeded, reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 let corpusFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Corpus")
 let corpusFiles = ((try? FileManager.default.contentsOfDirectory(at: corpusFolder, includingPropertiesForKeys: nil)) ?? [])

@@ -4,6 +4,7 @@
 // independent scanner alone must catch every leak too; and the benign corpus (request ids,
 // UUIDs, loopback and private addresses, build-ids, hashes, symbols) must come through.
 import CrashReportModel
+import CrashTestSupport
 import Foundation
 import Testing
 @_spi(Benchmarks) @testable import CrashReporting
@@ -360,6 +361,32 @@ struct OutgoingFirstPassTests {
     ])
     func handOver(_ text: String) {
         Self.agree(Data(text.utf8), text)
+    }
+
+    @Test("seeded mutations of bodies (escapes, numbers, brackets, bytes cut or doubled): the two passes agree on each")
+    func mutations() throws {
+        var random = SeededGenerator(state: 20_261_127)
+        var seeds = try ["message", "metadata", "custom_key"].map {
+            try LeakCorpusTests.body(where: $0, key: "note", texts: ["GET /v1/orders/:id 200 in 4 ms", "4111 1111", "1111 1111"], redacted: false)
+        }
+        seeds.append(Data(#"{"logs":[{"message":"jane\u0040example.com","msg":"ok"},{"message":"eyJhbGciOiJIUzI1NiJ9"}],"n":[1,2.5,-3e2]}"#.utf8))
+        seeds.append(Data("{\"event_id\":\"1\"}\n{\"type\":\"event\",\"length\":9}\n{\"m\":\"x\"}".utf8))
+        let fragments = [#"\u00e9"#, #"\ud83d\ude00"#, #"\ud83d"#, #"\n"#, "1e5", "-0", "0.5", "12345678901234567890", "\"", "\\", "{", "}", "[", "]",
+                         ",", ":", "null", "true", "4111 1111 1111 1111", "pw=hunter22", "é", "\u{0}", "\n", "\u{A0}", "０", "\"message\":\"x\","]
+        var clean = 0
+        for _ in 0..<1500 {
+            var bytes = [UInt8](seeds[Int.random(in: 0..<seeds.count, using: &random)])
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let at = Int.random(in: 0...bytes.count, using: &random)
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: bytes.insert(contentsOf: Array(fragments[Int.random(in: 0..<fragments.count, using: &random)].utf8), at: at)
+                case 1: if at < bytes.count { bytes.remove(at: at) }
+                default: if at < bytes.count { bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + 8)], at: at) }
+                }
+            }
+            if Self.agree(Data(bytes), String(decoding: bytes, as: UTF8.self)) { clean += 1 }
+        }
+        #expect(clean > 50 && clean < 1450, "\(clean)")   // both answers occur
     }
 
     @Test("a clean payload is answered by the first pass alone")
