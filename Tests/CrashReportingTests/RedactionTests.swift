@@ -229,6 +229,15 @@ extension RedactionTests {
         }
     }
 
+    @Test("a key folds byte by byte as it did by Character: ASCII keys of every byte, and others")
+    func foldedKeys() {
+        var keys = ["X-Request-ID", "hb.request.id", "trace_id", "Ünïcode_Kéy", "lat", "ÄBC", "a1_B2", "", "ﬁle", "İd", "ＡＢ１"]
+        keys += (0..<128).map { "k" + String(UnicodeScalar(UInt8($0))) + "Z9" }
+        for key in keys {
+            #expect(PayloadRedaction.foldedKey(key) == String(key.lowercased().filter { $0.isLetter || $0.isNumber }), "\(key)")
+        }
+    }
+
     @Test("the verifier's checks take the same hints: the same findings with and without them, raw and redacted, on both corpora")
     func verifierHintsAreSound() throws {
         // Every check has a hint: its seed rule's when the pattern is the rule's, else its own word.

@@ -30,11 +30,23 @@ enum PayloadRedaction {
     ]
 
     static func isSensitiveKey(_ key: String) -> Bool {
-        let folded = String(key.lowercased().filter { $0.isLetter || $0.isNumber })
+        let folded = foldedKey(key)
         if ["lat", "lng", "lon", "gps", "location", "child", "parent", "teacher", "name", "ip", "ipaddress"].contains(folded) { return true }
         // strstr, not Foundation's `contains` (a locale-aware search per word, the pass's main cost once).
         return folded.withCString { text in sensitiveKeyWordsC.contains { word in word.withUnsafeBufferPointer { strstr(text, $0.baseAddress!) != nil } } }
     }
+    /// A key lower-cased, its letters and digits only ("X-Request-ID" → "xrequestid"). ASCII keys
+    /// byte by byte; others through Character's properties, as before.
+    static func foldedKey(_ key: String) -> String {
+        guard key.utf8.allSatisfy({ $0 < 128 }) else { return String(key.lowercased().filter { $0.isLetter || $0.isNumber }) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(key.utf8.count)
+        for byte in key.utf8 {
+            if byte &- 48 <= 9 || byte &- 97 <= 25 { bytes.append(byte) } else if byte &- 65 <= 25 { bytes.append(byte | 0x20) }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     private static let sensitiveKeyWordsC: [[CChar]] = sensitiveKeyWords.map { Array($0.utf8CString) }
 
     /// Keys whose values join a report to a server's logs and traces: a request id (Hummingbird's
@@ -44,8 +56,7 @@ enum PayloadRedaction {
     /// A correlation id kept as it is: under one of `correlationKeys`, and nothing but hex digits
     /// and dashes (ids and UUIDs), so a secret put there by mistake is still redacted.
     static func isCorrelationID(_ text: String, key: String) -> Bool {
-        let folded = String(key.lowercased().filter { $0.isLetter || $0.isNumber })
-        guard correlationKeys.contains(folded), (8...64).contains(text.utf8.count) else { return false }
+        guard (8...64).contains(text.utf8.count), correlationKeys.contains(foldedKey(key)) else { return false }
         return text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) }
     }
 
