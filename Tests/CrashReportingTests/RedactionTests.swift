@@ -220,7 +220,11 @@ extension RedactionTests {
                   "0a1b2c3d-0123456789abcdef", "0a1b2c3d-0123456789abcde", "a1b2c3d-0123456789abcdef",
                   "018f3c1e-0001-7abc-9def-0123456789ab", "00:1a:2b:3c:4d:5e", "00-1a-2b-3c-4d-5e", "00:1a:2b-3c:4d:5e",
                   "fe80::1%eth0", "::ffff:10.0.0.1", "total(for:) at Orders.swift:12", "12:30:45", "a::b",
-                  "swift code DEUTDEFF", "swift_bic: DEUTDEFF500", "BIC DEUTDEFF", "in Orders.swift DEUTDEFF"]
+                  "swift code DEUTDEFF", "swift_bic: DEUTDEFF500", "BIC DEUTDEFF", "in Orders.swift DEUTDEFF",
+                  // Card runs and where the card pattern may start one (not after \w, ".", "+", "-").
+                  "id fbe64c6d7a1fb7b4000000000000002a", "x4111111111111111", "_4111111111111111", ".4111111111111111", "+4111111111111111",
+                  "-4111111111111111", "(4111111111111111)", "x4111 1111 1111 1111", "x1234 4111 1111 1111 1111", "x1234-4111-1111-1111-1111",
+                  "4111 1111 1111 1111", "12 4111111111111111", "a 4111-1111-1111-1111 b", "3782 822463 10005", "x3782 822463 10005 9"]
         texts += texts.map { $0.uppercased() } + texts.map { "key=" + $0 }
         #expect(texts.count > 3000)
         for text in texts {

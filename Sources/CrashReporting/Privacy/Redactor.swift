@@ -153,7 +153,7 @@ public struct Redactor: Sendable {
         "token": Hint(["token", "secret", "key"]), "email": Hint(["@", "%40"]),
         "card-labelled": Hint(["card", "cc", "pan"]), "cvv": Hint(["cvv", "cvc", "csc", "security", "verification"]),
         "card-expiry": Hint(["exp", "valid"]), "bank-account": Hint(["account", "acct", "routing", "aba", "sort", "bsb", "transit"]),
-        "iban-labelled": Hint(["iban", "bic", "swiftcode", "swift_code", "swift-code", "swift code"]), "iban": Hint(digits: 2, shape: .lettersThenDigits), "card": Hint(digits: 13, shape: .digitRun(13)),
+        "iban-labelled": Hint(["iban", "bic", "swiftcode", "swift_code", "swift-code", "swift code"]), "iban": Hint(digits: 2, shape: .lettersThenDigits), "card": Hint(digits: 13, shape: .cardRun(13)),
         "gps-pair": Hint(["."], digits: 10, shape: .decimals(fraction: 4, count: 2)), "gps-hemisphere": Hint(digits: 3, shape: .hemisphere), "gps-labelled": Hint(["lat", "lng", "lon"]),
         "invoice": Hint(["inv-"]), "invoice-id": Hint(["invoice"]), "ipv6": Hint(shape: .hexColons(2)), "ipv4": Hint(["."], digits: 4, shape: .dottedQuad),
         "phone-labelled": Hint(["phone", "tel", "mobile", "cell", "fax", "whatsapp", "sms", "contact"]), "phone": Hint(digits: 10, shape: .phoneTail), "phone-international": Hint(["+"], digits: 2),
@@ -171,8 +171,10 @@ public struct Redactor: Sendable {
     struct Hint: Sendable {
         /// A shape of characters the pattern needs, read from `TextFacts`.
         enum Shape: Sendable {
-            /// 13+ digits with single spaces or dashes between them (cards).
-            case digitRun(Int)
+            /// 13+ digits with single spaces or dashes between them, counted from a digit the card
+            /// pattern may start at: not after a letter, a digit, "_", ".", "+" or "-" (a run inside
+            /// a word, such as the zeros of a request id, starts no card).
+            case cardRun(Int)
             /// 32+ letters and digits in a row (long tokens).
             case alphanumericRun(Int)
             /// As many letters and digits in a row, one of them a letter past "f" (not hex: the
@@ -230,7 +232,7 @@ extension Redactor.TextFacts {
     func admits(_ gate: Redactor.Gate) -> Bool {
         guard length >= gate.length, digits >= gate.digits else { return false }
         switch gate.shape {
-        case .digitRun(let count)?: guard longestDigitRun >= count else { return false }
+        case .cardRun(let count)?: guard longestCardRun >= count else { return false }
         case .alphanumericRun(let count)?: guard longestAlphanumericRun >= count else { return false }
         case .alphanumericRunNotHex(let count)?: guard longestNotHexRun >= count else { return false }
         case .dottedQuad?: guard dottedQuad else { return false }
@@ -256,7 +258,7 @@ extension Redactor {
     struct TextFacts {
         var bytes: [UInt8]
         var digits = 0
-        var longestDigitRun = 0
+        var longestCardRun = 0
         var longestAlphanumericRun = 0
         /// The longest run of letters and digits holding a letter g–z.
         var longestNotHexRun = 0
@@ -314,7 +316,7 @@ extension Redactor {
             // that this replaced paid an exclusivity check and a bounds check per look.
             var shapes = Shapes()
             bytes.withUnsafeBufferPointer { shapes.scan($0) }
-            longestDigitRun = shapes.longestDigitRun
+            longestCardRun = shapes.longestCardRun
             longestAlphanumericRun = shapes.longestAlphanumericRun
             longestNotHexRun = shapes.longestNotHexRun
             dottedQuad = shapes.dottedQuad
@@ -330,9 +332,15 @@ extension Redactor {
 
         /// The shapes `Hint.Shape` names, read in one walk over the lower-cased bytes.
         private struct Shapes {
-            var longestDigitRun = 0, longestAlphanumericRun = 0, longestNotHexRun = 0, decimals = 0, longDecimals = 0
+            var longestCardRun = 0, longestAlphanumericRun = 0, longestNotHexRun = 0, decimals = 0, longDecimals = 0
             var hexColons = 0, hexSeparators = 0
             var dottedQuad = false, lettersThenDigits = false, phoneTail = false, hexDashHex = false, hemisphere = false
+
+            /// A lower-cased byte after which the card pattern starts no match: \w, ".", "+", "-".
+            @inline(__always) static func blocksCard(_ byte: UInt8) -> Bool {
+                byte &- 48 <= 9 || byte &- 97 <= 25 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+                    || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
+            }
 
             mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) {
                 let count = bytes.count
@@ -375,8 +383,9 @@ extension Redactor {
                         runNotHex = false
                     }
                     if digit {
-                        digitRun += 1
-                        longestDigitRun = max(longestDigitRun, digitRun)
+                        // A run starts where the card pattern's look-behind, (?<![\w.+-]), lets it.
+                        if digitRun > 0 || index == 0 || !Self.blocksCard(bytes[index - 1]) { digitRun += 1 }
+                        longestCardRun = max(longestCardRun, digitRun)
                     } else if !((byte == 32 || byte == UInt8(ascii: "-")) && isDigit(index - 1) && isDigit(index + 1)) {
                         digitRun = 0
                     }
