@@ -84,16 +84,22 @@ public struct RedactionVerifier: Sendable {
 
     private func findings(in text: String, path: String?) -> [Finding] {
         guard !text.isEmpty else { return [] }
-        let ns = text as NSString
-        var hits: [(rule: String, range: NSRange)] = []
         // ASCII text is read once for the seed hints (Decision 0038); other text meets every check.
         let facts = usesHints ? Redactor.TextFacts(text) : nil
+        // The default checks whose hint lets the text through, then the known-names one. Hints are
+        // read from their own array of plain values: a check is copied (its expression and
+        // closure retained) only when it runs.
+        let gates = Self.defaultGates
+        var admitted: [Int] = []
+        for index in gates.indices {
+            if let gate = gates[index], let facts, !facts.admits(gate) { continue }
+            admitted.append(index)
+        }
+        guard !admitted.isEmpty || !extraChecks.isEmpty else { return [] }
+        let ns = text as NSString
         let length = ns.length
-        // The default checks, then the known-names one: not `defaultChecks + extraChecks`, a copy
-        // (and a retain of every check) per text.
-        for index in 0..<(Self.defaultChecks.count + extraChecks.count) {
-            let check = index < Self.defaultChecks.count ? Self.defaultChecks[index] : extraChecks[index - Self.defaultChecks.count]
-            if let gate = check.gate, let facts, !facts.admits(gate) { continue }
+        var hits: [(rule: String, range: NSRange)] = []
+        for check in admitted.map({ Self.defaultChecks[$0] }) + extraChecks {
             for match in check.expression.matches(in: text, options: [], range: NSRange(location: 0, length: length)) {
                 if let accept = check.accept {
                     let groups = (0..<match.numberOfRanges).map { index -> String? in
@@ -178,6 +184,8 @@ public struct RedactionVerifier: Sendable {
     /// How many default checks have a hint, and how many there are (tests).
     static var hintedCheckCount: Int { defaultChecks.count(where: { $0.gate != nil }) }
     static var defaultCheckCount: Int { defaultChecks.count }
+    /// The default checks' hints, by position (compiling the checks on first use).
+    private static let defaultGates: [Redactor.Gate?] = defaultChecks.map(\.gate)
 
     /// The checks whose pattern is the verifier's own, and the word each cannot match without
     /// (the patterns are case-insensitive; `Redactor.hintWords` holds these words too).
