@@ -77,6 +77,28 @@ struct PipelineUnitTests {
         #expect(throws: (any Error).self) { try Gzip.decompress(Data(body.prefix(body.count / 2))) }
     }
 
+    @Test("a pass encodes a record once: the verify stage's JSON is each destination's body; a shrunk payload is encoded again")
+    func encodedOnce() throws {
+        let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+        var payload = Self.payload(logs: 50)
+        #expect(memo.findings(in: payload).isEmpty)
+        for _ in 0..<2 {   // two destinations
+            var sent = payload
+            let body = try #require(try PayloadLimits.body(for: &sent, gzipped: memo.gzipped))
+            #expect(try Gzip.decompress(body) == (try payload.encoded()))
+        }
+        #expect(memo.encodings == 1)
+        payload.logs[0].message = "changed"
+        #expect(try Gzip.decompress(try memo.gzipped(payload)) == (try payload.encoded()))
+        #expect(memo.encodings == 2)
+        // Shrinking for the limit: each smaller payload is its own encoding, and the body is the smallest's.
+        var shrinking = payload
+        let full = try memo.gzipped(payload)
+        let body = try #require(try PayloadLimits.body(for: &shrinking, maxCompressedBytes: full.count - 1, gzipped: memo.gzipped))
+        #expect(shrinking.logs.count < payload.logs.count)
+        #expect(try Gzip.decompress(body) == (try shrinking.encoded()))
+    }
+
     @Test("HTTP answers map to seed 000's outcomes")
     func outcomes() {
         func answer(_ status: Int, _ body: String = "{}", _ headers: [String: String] = [:]) -> DeliveryOutcome {

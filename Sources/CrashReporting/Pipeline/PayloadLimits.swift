@@ -54,9 +54,11 @@ enum PayloadLimits {
 
     /// The gzip'd JSON body within `maxCompressedBytes`, shrinking as needed; nil when even the
     /// smallest form is too large (a crash report alone cannot be: 50 frames are a few KB).
-    static func body(for payload: inout DiagnosticsPayload, maxCompressedBytes: Int = Limits.compressedBytes) throws -> Data? {
+    /// `gzipped`: the payload's gzip'd JSON (an upload pass's comes from its memo: encoded once a record).
+    static func body(for payload: inout DiagnosticsPayload, maxCompressedBytes: Int = Limits.compressedBytes,
+                     gzipped: (DiagnosticsPayload) throws -> Data = { try Gzip.compress($0.encoded()) }) throws -> Data? {
         while true {
-            let compressed = try Gzip.compress(try payload.encoded())
+            let compressed = try gzipped(payload)
             if compressed.count <= maxCompressedBytes { return compressed }
             guard let smaller = shrunk(payload) else { return nil }
             payload = smaller

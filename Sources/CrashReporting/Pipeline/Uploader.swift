@@ -417,7 +417,7 @@ final class Uploader: Sendable {
                 waiting = true
                 continue
             }
-            switch deliver(&payload, id: record.id, key: key, to: destination, record: uploading) {
+            switch deliver(&payload, id: record.id, key: key, to: destination, record: uploading, memo: memo) {
             case .delivered:
                 sent.insert(destination.name)
                 ReportsDirectory.writeSmallFile(sentFile, sent.sorted().joined(separator: "\n") + "\n")
@@ -452,12 +452,14 @@ final class Uploader: Sendable {
     /// Seed 000's responses: 201 → done; 400 → quarantine; 413 → shrink once, then quarantine;
     /// 401/403 → keep, configuration error; 5xx / time-out / refused → backoff, bounded tries.
     private func deliver(_ payload: inout DiagnosticsPayload, id: String, key: String, to destination: any DiagnosticsTransport,
-                         record: String) -> Verdict {
+                         record: String, memo: RedactionMemo) -> Verdict {
         var shrunk = false
         while true {
             let body: Data
             do {
-                guard let fitting = try PayloadLimits.body(for: &payload) else { return .quarantine("payload over 5 MB even when shrunk") }
+                guard let fitting = try PayloadLimits.body(for: &payload, gzipped: memo.gzipped) else {
+                    return .quarantine("payload over 5 MB even when shrunk")
+                }
                 body = fitting
             } catch {
                 return .quarantine("cannot encode the payload: \(error)")

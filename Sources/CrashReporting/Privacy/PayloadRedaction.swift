@@ -105,6 +105,32 @@ final class RedactionMemo {
     private var clean: Set<String> = []
     /// Whether the last `findings(in:)` read the payload's bytes (tests).
     private(set) var lastReadBytes = false
+    /// The last payload encoded in this pass, its JSON and gzip: the verify stage encodes a
+    /// record's final payload, and each destination's body is the same bytes gzip'd, so a record
+    /// is encoded once, not once per stage and destination. A payload shrunk for a 413 differs
+    /// and is encoded again. (An unchanged copy compares equal at once: its arrays and strings
+    /// share storage with the original.)
+    private var lastPayload: DiagnosticsPayload?
+    private var lastJSON: Data?
+    private var lastGzip: Data?
+    /// How many payloads were encoded (tests).
+    private(set) var encodings = 0
+
+    func json(_ payload: DiagnosticsPayload) throws -> Data {
+        if let lastPayload, let lastJSON, lastPayload == payload { return lastJSON }
+        let data = try payload.encoded()
+        encodings += 1
+        (lastPayload, lastJSON, lastGzip) = (payload, data, nil)
+        return data
+    }
+
+    func gzipped(_ payload: DiagnosticsPayload) throws -> Data {
+        let json = try json(payload)   // first: a different payload forgets the last one's gzip
+        if let lastGzip { return lastGzip }
+        let gzip = try Gzip.compress(json)
+        lastGzip = gzip
+        return gzip
+    }
 
     init(redactor: Redactor, verifier: RedactionVerifier?) {
         self.redactor = redactor
@@ -124,7 +150,7 @@ final class RedactionMemo {
     /// `readingBytes` false: Foundation's tree only (tests and the benchmark compare the two).
     /// The payload's keys are unique (its own encoding), so both readings see the same values.
     func findings(in payload: DiagnosticsPayload, readingBytes: Bool = true) -> [RedactionVerifier.Finding] {
-        guard let verifier, let data = try? payload.encoded() else { return [] }
+        guard let verifier, let data = try? json(payload) else { return [] }
         var found: [RedactionVerifier.Finding] = []
         func check(_ text: String) {
             guard !clean.contains(text) else { return }
