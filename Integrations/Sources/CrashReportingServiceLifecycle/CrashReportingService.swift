@@ -3,6 +3,8 @@
 // non-fatal reports) before this one flushes. On graceful shutdown (SIGTERM from systemd or
 // Kubernetes) it sends what is pending — reports, non-fatal errors, session beacons — within
 // `shutdownTimeout`, and ends the session cleanly, so a restart is not mistaken for a crash.
+// Delivery needs no start from here: the launch's pass runs by itself once the app's start-up has
+// had `upload.firstPassDelay` (a crashed last launch's at once).
 import CrashReporting
 import Foundation
 import ServiceLifecycle
@@ -18,7 +20,9 @@ public struct CrashReportingService: Service {
     }
 
     public func run() async throws {
-        CrashReporter.sendUnsentReports()
+        // No `sendUnsentReports()` here: the group runs this while the servers start, and a pass
+        // woken now (recovery, payloads, the redactor, the HTTP client) competed with their
+        // start-up on the same cores (tools/bench-start: a pass ran before every first 200).
         // Returns at graceful shutdown; throws CancellationError when the group is cancelled
         // instead. Either way the process is about to end: flush, bounded.
         try? await gracefulShutdown()
