@@ -107,6 +107,11 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
         unlink(path);
         return -1;
     }
+    // No read-ahead: the first store into a hole of the mapping made the kernel fill the whole
+    // ~5 MB file's holes into the page cache, ~2.3 ms on the first breadcrumb's thread (a server's
+    // first request: tools/bench-start's profile). Each page now comes in when it is written
+    // (~15 µs the first, a few µs each after), and the file costs memory as it fills.
+    madvise(mapping, sizeof(ccr_session_file), MADV_RANDOM);
     ccr_session_file *s = mapping;
     // The thread-exit and fork hooks of the breadcrumb rings exist before any thread logs (a
     // fork before the first breadcrumb must find them too).
