@@ -91,77 +91,7 @@ enum JSONLine {
             }
         }
 
-        mutating func hex4() -> UInt32? {
-            guard index + 4 <= bytes.count else { return nil }
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                let c = bytes[index]
-                let digit: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-                default: return nil
-                }
-                value = value << 4 | UInt32(digit)
-                index += 1
-            }
-            return value
-        }
-
-        mutating func string() -> String? {
-            index += 1   // opening quote
-            let start = index
-            // Fast path: no escapes.
-            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 {
-                index += 1
-            }
-            guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: "\"") {
-                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                index += 1
-                return text
-            }
-            var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
-            while index < bytes.count {
-                let c = bytes[index]
-                if c == UInt8(ascii: "\"") {
-                    index += 1
-                    return String(validating: scalars, as: UTF8.self)
-                }
-                if c < 0x20 { return nil }
-                if c != UInt8(ascii: "\\") {
-                    scalars.append(c)
-                    index += 1
-                    continue
-                }
-                index += 1
-                guard index < bytes.count else { return nil }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(escape)
-                case UInt8(ascii: "b"): scalars.append(0x08)
-                case UInt8(ascii: "f"): scalars.append(0x0C)
-                case UInt8(ascii: "n"): scalars.append(0x0A)
-                case UInt8(ascii: "r"): scalars.append(0x0D)
-                case UInt8(ascii: "t"): scalars.append(0x09)
-                case UInt8(ascii: "u"):
-                    guard var code = hex4() else { return nil }
-                    if (0xD800...0xDBFF).contains(code) {   // a surrogate pair
-                        guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
-                        index += 2
-                        guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
-                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let scalar = Unicode.Scalar(code) else { return nil }
-                    scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
-                default:
-                    return nil
-                }
-            }
-            return nil
-        }
+        mutating func string() -> String? { JSONStringReader.read(bytes, at: &index) }
 
         mutating func number() -> Any? {
             let start = index
@@ -189,5 +119,84 @@ enum JSONLine {
             guard let value = Double(text), value.isFinite else { return nil }
             return value
         }
+    }
+}
+
+/// A JSON string read from its bytes, strictly: JSON's escapes, surrogate pairs joined, UTF-8
+/// checked. Shared by the record reader (`JSONLine`) and the runtime's privacy passes (which
+/// must read a string exactly as JSONSerialization does, or not at all).
+public enum JSONStringReader {
+    /// The string whose opening quote is at `index`; `index` ends past its closing quote. Nil for
+    /// what JSON does not allow: a control character, a bad escape, a lone surrogate, bytes that
+    /// are not UTF-8, no closing quote.
+    public static func read(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> String? {
+        func hex4() -> UInt32? {
+            guard index + 4 <= bytes.count else { return nil }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let c = bytes[index]
+                let digit: UInt8
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                value = value << 4 | UInt32(digit)
+                index += 1
+            }
+            return value
+        }
+        index += 1   // opening quote
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 {
+            index += 1
+        }
+        guard index < bytes.count else { return nil }
+        if bytes[index] == UInt8(ascii: "\"") {
+            let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            index += 1
+            return text
+        }
+        var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let c = bytes[index]
+            if c == UInt8(ascii: "\"") {
+                index += 1
+                return String(validating: scalars, as: UTF8.self)
+            }
+            if c < 0x20 { return nil }
+            if c != UInt8(ascii: "\\") {
+                scalars.append(c)
+                index += 1
+                continue
+            }
+            index += 1
+            guard index < bytes.count else { return nil }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(escape)
+            case UInt8(ascii: "b"): scalars.append(0x08)
+            case UInt8(ascii: "f"): scalars.append(0x0C)
+            case UInt8(ascii: "n"): scalars.append(0x0A)
+            case UInt8(ascii: "r"): scalars.append(0x0D)
+            case UInt8(ascii: "t"): scalars.append(0x09)
+            case UInt8(ascii: "u"):
+                guard var code = hex4() else { return nil }
+                if (0xD800...0xDBFF).contains(code) {   // a surrogate pair
+                    guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+                    index += 2
+                    guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                }
+                guard let scalar = Unicode.Scalar(code) else { return nil }
+                scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+            default:
+                return nil
+            }
+        }
+        return nil
     }
 }

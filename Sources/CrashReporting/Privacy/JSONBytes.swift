@@ -4,6 +4,7 @@
 // away (Decision 0040). Strict: whatever JSONSerialization would refuse, or give back in another
 // form than this reader says, throws `JSONBytes.Unsure`, and the caller reads the document with
 // JSONSerialization instead.
+import CrashReportModel
 import Foundation
 import Glibc
 
@@ -136,87 +137,11 @@ struct JSONBytes {
         }
     }
 
-    /// A string from its opening quote: its bytes as they are when nothing is escaped, decoded
-    /// otherwise. Not UTF-8, a control character, a bad escape or a lone surrogate: unsure.
+    /// A string from its opening quote (`JSONStringReader`, the record reader's): a control
+    /// character, a bad escape, a lone surrogate or bytes that are not UTF-8 are unsure.
     mutating func string() throws -> String {
-        at += 1
-        let start = at
-        var escaped = false
-        // The closing quote: a plain loop over the bytes (no optional per byte).
-        let count = bytes.count
-        var cursor = at
-        while cursor < count {
-            let b = bytes[cursor]
-            if b == UInt8(ascii: "\"") { break }
-            if b < 0x20 { throw Unsure() }
-            if b == UInt8(ascii: "\\") {
-                escaped = true
-                cursor += 2
-            } else {
-                cursor += 1
-            }
-        }
-        at = cursor
-        guard at < count else { throw Unsure() }
-        let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<at])
-        at += 1
-        guard escaped else {
-            guard let text = String(validating: raw, as: UTF8.self) else { throw Unsure() }
-            return text
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(raw.count)
-        var i = 0
-        func hex4(_ from: Int) throws -> UInt32 {
-            guard from + 4 <= raw.count else { throw Unsure() }
-            var value: UInt32 = 0
-            for b in raw[from..<(from + 4)] {
-                let digit: UInt32
-                switch b {
-                case 48...57: digit = UInt32(b) - 48
-                case 97...102: digit = UInt32(b) - 87
-                case 65...70: digit = UInt32(b) - 55
-                default: throw Unsure()
-                }
-                value = value * 16 + digit
-            }
-            return value
-        }
-        while i < raw.count {
-            let b = raw[i]
-            guard b == UInt8(ascii: "\\") else {
-                out.append(b)
-                i += 1
-                continue
-            }
-            guard i + 1 < raw.count else { throw Unsure() }
-            let kind = raw[i + 1]
-            i += 2
-            switch kind {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(kind)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
-                var scalar = try hex4(i)
-                i += 4
-                if (0xD800...0xDBFF).contains(scalar) {
-                    guard i + 6 <= raw.count, raw[i] == UInt8(ascii: "\\"), raw[i + 1] == UInt8(ascii: "u") else { throw Unsure() }
-                    let low = try hex4(i + 2)
-                    guard (0xDC00...0xDFFF).contains(low) else { throw Unsure() }
-                    i += 6
-                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                } else if (0xDC00...0xDFFF).contains(scalar) {
-                    throw Unsure()
-                }
-                guard let decoded = Unicode.Scalar(scalar) else { throw Unsure() }
-                out.append(contentsOf: String(decoded).utf8)
-            default: throw Unsure()
-            }
-        }
-        guard let text = String(validating: out, as: UTF8.self) else { throw Unsure() }
+        let utf8 = UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        guard let text = JSONStringReader.read(utf8, at: &at) else { throw Unsure() }
         return text
     }
 }
