@@ -57,7 +57,7 @@ enum PayloadRedaction {
     /// and dashes (ids and UUIDs), so a secret put there by mistake is still redacted.
     static func isCorrelationID(_ text: String, key: String) -> Bool {
         guard (8...64).contains(text.utf8.count), correlationKeys.contains(foldedKey(key)) else { return false }
-        return text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) }
+        return text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || OutgoingCheck.isASCIIHexDigit($0) }
     }
 
     /// A labelled value: the patterns see "key=value", so rules that need the label fire; a
