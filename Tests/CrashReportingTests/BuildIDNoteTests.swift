@@ -43,6 +43,23 @@ struct BuildIDNoteTests {
         #expect(Self.parse(tag + build, alignment: 4) == Self.buildID)
     }
 
+    @Test("callers on several threads at once each get their own note's build-id")
+    func concurrentCallers() async {
+        // Swift Testing runs this suite's tests in parallel; the parser once kept its scratch entry
+        // in a static, and two callers could read each other's build-id (TSan caught it in CI).
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for caller in 0..<8 {
+                group.addTask {
+                    let own = (0..<20).map { UInt8(($0 + caller * 31) & 0xff) }
+                    let notes = Self.note(type: 3, name: Self.gnu, descriptor: own, alignment: 4, offset: 0)
+                    return (0..<2000).filter { _ in Self.parse(notes, alignment: 4) != own }.count
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+    }
+
     @Test("hostile sizes read nothing outside the segment")
     func hostile() {
         let build = Self.note(type: 3, name: Self.gnu, descriptor: Self.buildID, alignment: 4, offset: 0)

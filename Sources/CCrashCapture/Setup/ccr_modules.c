@@ -2,6 +2,7 @@
 // read from the program headers already in memory (no file access). Symbolication on the next
 // launch or offline matches debug files to frames by these build-ids.
 #include <elf.h>
+#include <stdlib.h>
 #include <link.h>
 #include <string.h>
 #include <unistd.h>
@@ -119,10 +120,13 @@ void ccr_modules_prepare_live_walk(void) {
 }
 
 size_t ccr_build_id_from_notes(const uint8_t *notes, size_t size, size_t alignment, uint8_t *build_id, size_t capacity) {
-    static ccr_module scratch;   // large (paths): not on the caller's stack; tests call this one at a time
-    memset(&scratch, 0, sizeof scratch);
-    ccr_notes_find_build_id(notes, size, alignment, &scratch);
-    size_t length = scratch.build_id_length < capacity ? scratch.build_id_length : capacity;
-    memcpy(build_id, scratch.build_id, length);
-    return scratch.build_id_length;
+    // Not crash-time code (tests call it, several at once): a module entry of its own on the heap,
+    // large for a stack (paths). A shared static one was a data race TSan caught in CI.
+    ccr_module *scratch = calloc(1, sizeof *scratch);
+    if (scratch == NULL) return 0;
+    ccr_notes_find_build_id(notes, size, alignment, scratch);
+    size_t found = scratch->build_id_length;
+    memcpy(build_id, scratch->build_id, found < capacity ? found : capacity);
+    free(scratch);
+    return found;
 }
