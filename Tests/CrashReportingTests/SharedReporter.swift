@@ -1,6 +1,7 @@
 // `CrashReporter.start` runs once per process: every in-process suite shares this start.
 import CrashReporting
 import Foundation
+import Testing
 
 enum SharedReporter {
     static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("in-process-\(getpid())")
@@ -11,3 +12,10 @@ enum SharedReporter {
 
     static func start() throws { try outcome.get() }
 }
+
+/// The suites that log into the shared session and read its breadcrumbs back (the swift-log
+/// handler's, network logging's), one test at a time: the session keeps the newest 500
+/// breadcrumbs of the whole process, and the handler's test logs 1200 from four threads, which
+/// could push another test's breadcrumbs out between its logging and its reading.
+@Suite("In-process session: logging and reading breadcrumbs back", .serialized)
+enum InProcessSession {}
