@@ -385,7 +385,9 @@ final class DebuginfodServer {
         guard let binary = ["/usr/bin/debuginfod", "/usr/sbin/debuginfod"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw TestSupportError("debuginfod is not installed (tools/bootstrap installs it)")
         }
-        let port = 20000 + Int(getpid() % 20000)
+        // A port the kernel has just given out and taken back (debuginfod takes no port 0): free
+        // unless another process binds it in between, which debuginfod's exit would show.
+        let port = try Self.freePort()
         url = "http://127.0.0.1:\(port)"
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["-F", folder.path, "-p", "\(port)", "-d", folder.appendingPathComponent("debuginfod.sqlite").path, "-t", "1"]
@@ -394,12 +396,30 @@ final class DebuginfodServer {
         try process.run()
         // Ready once it serves the debug info it indexed (scanning takes a moment).
         let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline, process.isRunning {
             if Self.status("\(url)/buildid/\(buildID.hex)/debuginfo") == 200 { return }
             usleep(200_000)
         }
+        let exited = !process.isRunning
         stop()
-        throw TestSupportError("debuginfod did not serve \(buildID) within 60 s")
+        throw TestSupportError(exited ? "debuginfod exited at start (port \(port) taken?)" : "debuginfod did not serve \(buildID) within 60 s")
+    }
+
+    /// A loopback port that was free a moment ago: bound with port 0, read back, closed.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestSupportError("bind/getsockname: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// debuginfod may take a long time to honour SIGTERM while its scanner runs: SIGKILL after 2 s.
