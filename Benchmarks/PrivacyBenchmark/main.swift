@@ -10,6 +10,8 @@ import CrashReportModel
 import Foundation
 
 let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 15 : 15
+// PRIVACY_BENCH_PASS_ONLY=1: only what an upload pass runs (for a profile: perf record).
+let passOnly = ProcessInfo.processInfo.environment["PRIVACY_BENCH_PASS_ONLY"] == "1"
 
 let host = HostMetadata(device_model: "x86_64", device_identifier: "5f1c0e2a9b7d", ios_version: "Debian 12", locale: "C.UTF-8",
                         timezone: "UTC", is_simulator: false, available_storage_mb: 1024, total_memory_mb: 24_000)
@@ -47,7 +49,7 @@ func makePayload() -> DiagnosticsPayload {
     return payload
 }
 
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+func median(_ values: [Double]) -> Double { values.isEmpty ? .nan : values.sorted()[values.count / 2] }
 func ms(_ duration: Duration) -> Double { Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1e3 }
 
 let clock = ContinuousClock()
@@ -71,14 +73,16 @@ for _ in 0..<rounds {
     var refused = 0
     passVerify.append(ms(clock.measure { refused = pass.verify(payload) }))
     // The same stage as it was before Decision 0040: Foundation's JSON tree, every check on every text.
-    let before = UploadPassPrivacy(verifierHints: false)
-    verifyBefore.append(ms(clock.measure { _ = before.verify(payload, readingBytes: false) }))
+    if !passOnly {
+        let before = UploadPassPrivacy(verifierHints: false)
+        verifyBefore.append(ms(clock.measure { _ = before.verify(payload, readingBytes: false) }))
+    }
     precondition(refused == 0 && alone == payload, "the pass's redaction differs from the redactor's, or its verifier refused")
     let body = try Gzip.compress(payload.encoded())
     var result: (body: Data, kinds: [String])?
     let scan = clock.measure { result = LeakScanner.cleanedBody(body, gzipped: true) }
     // The check as it was before its first pass (Decision 0040): a Foundation JSON tree, rebuilt.
-    fullPass.append(ms(clock.measure { _ = LeakScanner.cleanedBody(body, gzipped: true, firstPass: false) }))
+    if !passOnly { fullPass.append(ms(clock.measure { _ = LeakScanner.cleanedBody(body, gzipped: true, firstPass: false) })) }
     masked = result?.kinds.count ?? 0
     encodeGzip.append(ms(baseline))
     redaction.append(ms(redact))
