@@ -120,6 +120,15 @@ func runUploadMode(_ mode: UploadMode, reportsDirectory: String) -> Never {
     let beforeStart = memoryKiB()
     try! CrashReporter.start(fixtureConfiguration(reportsDirectory))
     if printsMemory { say("rss_before_start_kib=\(beforeStart.resident) rss_after_start_kib=\(memoryKiB().resident)") }
+    // CRASH_FIXTURE_WAIT_FOR_BEACON_S=N: wait up to N s for this launch's beacon in beacons/.
+    if let seconds = environment["CRASH_FIXTURE_WAIT_FOR_BEACON_S"].flatMap(Double.init) {
+        let deadline = Date().addingTimeInterval(seconds)
+        func spooled() -> Bool {
+            ((try? FileManager.default.contentsOfDirectory(atPath: reportsDirectory + "/beacons")) ?? []).contains { $0.hasSuffix(".json") }
+        }
+        while !spooled() && Date() < deadline { usleep(5_000) }
+        say("beacon_spooled=\(spooled())")
+    }
     switch mode {
     case .uploadPass:
         _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(environment["CRASH_FIXTURE_WAIT_S"].flatMap(Int.init) ?? 60))

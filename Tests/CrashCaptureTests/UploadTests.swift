@@ -579,6 +579,20 @@ struct UploadTests {
         #expect(longSessions.count == 1, "\(longSessions)")
     }
 
+    @Test("a launch's beacon is spooled as it starts: one that ends before its first pass is counted by the next")
+    func beaconBeforeFirstPass() throws {
+        let scenario = try UploadScenario("beacon-at-start")
+        // The first pass waits 10 minutes; the launch exits as soon as its beacon is on disk.
+        let early = try scenario.run("start-then-status", ["CRASH_FIXTURE_FIRST_PASS_DELAY_MS": "600000",
+                                                           "CRASH_FIXTURE_WAIT_FOR_BEACON_S": "60"])
+        #expect(early.standardOutput.contains("beacon_spooled=true"), "\(early.standardOutput)")
+        #expect(scenario.files("beacons", suffix: ".json").count == 1)
+        // The next launch sends it with its own.
+        _ = try scenario.run("upload-pass", ["CRASH_FIXTURE_BEACON_BATCH": "1"])
+        #expect(try scenario.state().sessions.count == 2)
+        #expect(scenario.files("beacons", suffix: ".json").isEmpty)
+    }
+
     @Test("session beacons wait for a batch of 20, or ride along with a crash's upload")
     func sessionBeaconsBatched() throws {
         let scenario = try UploadScenario("beacons-batched")

@@ -178,6 +178,7 @@ public enum CrashReporter {
                 loadLibunwind()                // off the caller's thread (install deferred it)
                 hangMonitor?.start()           // its thread made here, not on the caller's
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
+                uploader.spoolBeaconAtStart()  // counted even if the launch ends before its first pass
                 uploader.waitForAppStartup()   // the launch's pass after the app's own start-up (Upload.firstPassDelay)
                 uploader.run(recovery: recovery)
             }

@@ -18,6 +18,16 @@ extension Uploader {
 
     var beaconsFolder: String { directory.path + "/beacons" }
 
+    /// This launch's beacon, written as the pipeline's thread starts, before the launch's first
+    /// pass waits for the app's start-up (`Upload.firstPassDelay`): a launch that ends within
+    /// that wait (a crash in its first 250 ms, a short-lived tool that exits) is counted too, by
+    /// the next launch that sends the spool. Only when a pass could send it now.
+    func spoolBeaconAtStart() {
+        guard settings.isEnabled, settings.transports == nil, settings.sendsSessionBeacons,
+              access(directory.path + "/collection-disabled", F_OK) != 0 else { return }
+        spoolBeacon()
+    }
+
     /// Writes this launch's beacon, once: not again after it was sent (and its file deleted).
     func spoolBeacon() {
         guard beaconSpooled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
