@@ -6,7 +6,7 @@
 //   GET /users/{id}       200, the profile; /users/0 crashes (a force-unwrapped nil in loadProfile(id:))
 //   GET /orders/{id}      throws: a 500 and a non-fatal report
 //   GET /missing          throws a 404 (not reported)
-//   GET /slow             answers after 2 s (a request in flight while another crashes)
+//   GET /slow             answers after 30 s (a request in flight while another crashes)
 //   GET /inflight         how many requests are in flight (itself included)
 //   GET /block-event-loop?ms=N  blocks an event loop's thread N ms in Blocking.blockEventLoop(ms:) (a hang)
 // EXAMPLE_HANGS_MS=N turns hang detection on with that threshold, watching the event loops.
@@ -85,7 +85,7 @@ router.get("/users/{id}") { _, context in
 router.get("/orders/{id}") { _, _ -> String in throw OrderStoreUnavailable() }
 router.get("/missing") { _, _ -> String in throw HTTPError(.notFound) }
 router.get("/slow") { _, _ -> String in
-    try await Task.sleep(for: .seconds(2))
+    try await Task.sleep(for: .seconds(30))   // in flight until the test crashes the server, however slow the machine
     return "slow"
 }
 router.get("/inflight") { _, _ in String(CrashReporter.requestsInFlight) }

@@ -6,7 +6,7 @@
 //   GET /users/:id        200, the profile; /users/0 crashes (a force-unwrapped nil in loadProfile(id:))
 //   GET /orders/:id       throws: a 500 and a non-fatal report
 //   GET /missing          throws a 404 (not reported)
-//   GET /slow             answers after 2 s (a request in flight while another crashes)
+//   GET /slow             answers after 30 s (a request in flight while another crashes)
 //   GET /inflight         how many requests are in flight (itself included)
 //   GET /block-event-loop?ms=N  blocks an event loop's thread N ms in Blocking.blockEventLoop(ms:) (a hang)
 // EXAMPLE_HANGS_MS=N: hang detection with an N ms threshold (otherwise the build's default), each
@@ -74,7 +74,7 @@ routes.get("users", ":id") { request -> String in
 routes.get("orders", ":id") { _ -> String in throw OrderStoreUnavailable() }
 routes.get("missing") { _ -> String in throw Abort(.notFound) }
 routes.get("slow") { _ async throws -> String in
-    try await Task.sleep(for: .seconds(2))
+    try await Task.sleep(for: .seconds(30))   // in flight until the test crashes the server, however slow the machine
     return "slow"
 }
 routes.get("inflight") { _ in String(CrashReporter.requestsInFlight) }
