@@ -235,6 +235,7 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         while true { sleep(60) }
     case .collectionToggle:
         try! CrashReporter.start(configuration)
+        waitForBeaconIfAsked(reportsDirectory)
         let enabled = CrashReporter.isCollectionEnabled
         print("enabled=\(enabled)")
         try! CrashReporter.setCollectionEnabled(!enabled)

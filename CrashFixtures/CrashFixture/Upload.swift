@@ -74,6 +74,18 @@ func statusLine() -> String {
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
+/// CRASH_FIXTURE_WAIT_FOR_BEACON_S=N: waits up to N s for a beacon in beacons/ and prints
+/// beacon_spooled=true|false.
+func waitForBeaconIfAsked(_ reportsDirectory: String) {
+    guard let seconds = environment["CRASH_FIXTURE_WAIT_FOR_BEACON_S"].flatMap(Double.init) else { return }
+    let deadline = Date().addingTimeInterval(seconds)
+    func spooled() -> Bool {
+        ((try? FileManager.default.contentsOfDirectory(atPath: reportsDirectory + "/beacons")) ?? []).contains { $0.hasSuffix(".json") }
+    }
+    while !spooled() && Date() < deadline { usleep(5_000) }
+    say("beacon_spooled=\(spooled())")
+}
+
 enum UploadMode: String, CaseIterable {
     /// Starts, waits for the launch's upload pass, prints the status line.
     case uploadPass = "upload-pass"
@@ -120,15 +132,7 @@ func runUploadMode(_ mode: UploadMode, reportsDirectory: String) -> Never {
     let beforeStart = memoryKiB()
     try! CrashReporter.start(fixtureConfiguration(reportsDirectory))
     if printsMemory { say("rss_before_start_kib=\(beforeStart.resident) rss_after_start_kib=\(memoryKiB().resident)") }
-    // CRASH_FIXTURE_WAIT_FOR_BEACON_S=N: wait up to N s for this launch's beacon in beacons/.
-    if let seconds = environment["CRASH_FIXTURE_WAIT_FOR_BEACON_S"].flatMap(Double.init) {
-        let deadline = Date().addingTimeInterval(seconds)
-        func spooled() -> Bool {
-            ((try? FileManager.default.contentsOfDirectory(atPath: reportsDirectory + "/beacons")) ?? []).contains { $0.hasSuffix(".json") }
-        }
-        while !spooled() && Date() < deadline { usleep(5_000) }
-        say("beacon_spooled=\(spooled())")
-    }
+    waitForBeaconIfAsked(reportsDirectory)
     switch mode {
     case .uploadPass:
         _ = CrashReporter.waitForBackgroundWork(timeout: .seconds(environment["CRASH_FIXTURE_WAIT_S"].flatMap(Int.init) ?? 60))

@@ -479,7 +479,10 @@ struct UploadTests {
     @Test("consent: while collection is off, reports wait; sendUnsentReports and deleteUnsentReports act on them")
     func consent() throws {
         let scenario = try UploadScenario("consent")
-        try scenario.run("collection-toggle")   // turns collection off (persisted)
+        // Turns collection off (persisted) once its beacon is spooled: the beacon goes with it.
+        let toggle = try scenario.run("collection-toggle", ["CRASH_FIXTURE_WAIT_FOR_BEACON_S": "20"])
+        #expect(toggle.standardOutput.contains("beacon_spooled=true"), "\(toggle.standardOutput)")
+        #expect(scenario.files("beacons", suffix: ".json").isEmpty, "the beacon of a launch that turned collection off")
         try scenario.run("null-pointer-write", ["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS": "50"])
         let waiting = try uploadStatus(try scenario.run("upload-pass"))
         #expect(waiting["delivered"] == "0" && waiting["unsent"] == "1")
@@ -493,6 +496,15 @@ struct UploadTests {
         let deleted = try scenario.run("delete-unsent")
         #expect(deleted.standardOutput.contains("unsent-before=1") && deleted.standardOutput.contains("unsent-after=0"))
         #expect(scenario.files("pending").isEmpty)
+
+        // deleteUnsentReports takes the beacons waiting too: a launch's, spooled while collection
+        // was on and left for a batch of 20.
+        let later = try UploadScenario("consent-beacons")
+        _ = try later.run("upload-pass")
+        let waitingBeacons = later.files("beacons", suffix: ".json")
+        try #require(waitingBeacons.count == 1)
+        _ = try later.run("delete-unsent")
+        #expect(Set(later.files("beacons", suffix: ".json")).isDisjoint(with: waitingBeacons), "\(later.files("beacons", suffix: ".json"))")
         #expect(try scenario.state().stored.count == 1)
     }
 
@@ -582,9 +594,10 @@ struct UploadTests {
     @Test("a launch's beacon is spooled as it starts: one that ends before its first pass is counted by the next")
     func beaconBeforeFirstPass() throws {
         let scenario = try UploadScenario("beacon-at-start")
-        // The first pass waits 10 minutes; the launch exits as soon as its beacon is on disk.
+        // The first pass waits as long as it may (a minute: longer delays are cut to that); the
+        // launch exits as soon as its beacon is on disk, well before.
         let early = try scenario.run("start-then-status", ["CRASH_FIXTURE_FIRST_PASS_DELAY_MS": "600000",
-                                                           "CRASH_FIXTURE_WAIT_FOR_BEACON_S": "60"])
+                                                           "CRASH_FIXTURE_WAIT_FOR_BEACON_S": "20"])
         #expect(early.standardOutput.contains("beacon_spooled=true"), "\(early.standardOutput)")
         #expect(scenario.files("beacons", suffix: ".json").count == 1)
         // The next launch sends it with its own.
@@ -604,7 +617,7 @@ struct UploadTests {
         #expect(try scenario.state().requests.isEmpty)
         #expect(try scenario.state().sessions.isEmpty)
         // A crash: its upload by the next launch takes the waiting beacons along (4 launches,
-        // the crashed one included if its pass spooled it before the crash).
+        // the crashed one included if its thread spooled it before the crash).
         try scenario.run("context-then-crash", upload: true)
         _ = try scenario.run("upload-pass")
         let sessions = try scenario.state().sessions

@@ -74,8 +74,9 @@ extension CrashReporter {
         /// Off: no session beacons at all (crash-free sessions then count only sessions that
         /// uploaded something).
         public var sendsSessionBeacons = true
-        /// How long the launch's first pass (the last sessions' recovery, uploads, beacons) waits,
-        /// so that it does not compete with the app's own start-up for the CPU. Not when the last
+        /// How long the launch's first pass (the last sessions' recovery, uploads, sending beacons)
+        /// waits, so that it does not compete with the app's own start-up for the CPU (the
+        /// launch's own beacon is written before the wait: a small file). Not when the last
         /// launch crashed (its record goes first, at once), nor after `sendUnsentReports`.
         public var firstPassDelay: Duration = .milliseconds(250)
 
@@ -175,7 +176,7 @@ extension CrashReporter {
         uploader()?.wake(force: true)
     }
 
-    /// Deletes every record waiting to be sent.
+    /// Deletes every record waiting to be sent, and the session beacons waiting.
     public static func deleteUnsentReports() {
         uploader()?.deletePending()
     }

@@ -251,6 +251,9 @@ public enum CrashReporter {
             guard fd >= 0 else { throw ReportingError.storageFailed("cannot create \(marker): \(String(cString: strerror(errno)))") }
             fsync(fd)
             close(fd)
+            // This launch's beacon was spooled as the reporter started, before the app could
+            // say no: it goes (another launch's was spooled while collection was allowed).
+            uploader()?.withdrawBeacons(all: false)
         }
     }
 

@@ -1,6 +1,7 @@
 // Session beacons: one small record per launch, so that the collector counts the sessions that
-// never crash too (crash-free sessions = sessions without a crash / all sessions). The first pass
-// of a launch spools beacons/<session>.json; passes send the spool as one batch to
+// never crash too (crash-free sessions = sessions without a crash / all sessions). A launch spools
+// beacons/<session>.json as the pipeline's thread starts (or at its first pass, if collection was
+// off then); passes send the spool as one batch to
 // `POST {endpoint}/api/v1/sessions` and delete what was accepted: along with other uploads, or
 // on their own once enough are waiting or the oldest is old enough (Upload.beaconBatch,
 // beaconMaxDelay). Only to the collector (no custom transports), and only when sending is
@@ -23,13 +24,32 @@ extension Uploader {
     /// that wait (a crash in its first 250 ms, a short-lived tool that exits) is counted too, by
     /// the next launch that sends the spool. Only when a pass could send it now.
     func spoolBeaconAtStart() {
-        guard settings.isEnabled, settings.transports == nil, settings.sendsSessionBeacons,
-              access(directory.path + "/collection-disabled", F_OK) != 0 else { return }
+        guard settings.isEnabled, settings.transports == nil, settings.sendsSessionBeacons else { return }
         spoolBeacon()
     }
 
+    /// Collection turned off, or unsent reports deleted, during this launch: spooled beacons are
+    /// withdrawn (`all`: every launch's, else this launch's only). This launch's is spooled again
+    /// by a later pass that may send, if collection is allowed again; one already sent is not.
+    func withdrawBeacons(all: Bool) {
+        beaconLock.withLock { _ in
+            let names = all ? directory.files(in: beaconsFolder, suffix: ".json") : [sessionID + ".json"]
+            for name in names where unlink(beaconsFolder + "/" + name) == 0 && name == sessionID + ".json" {
+                beaconSpooled.store(false, ordering: .relaxed)
+            }
+        }
+    }
+
     /// Writes this launch's beacon, once: not again after it was sent (and its file deleted).
-    func spoolBeacon() {
+    /// Not while collection is off, unless `evenIfCollectionOff` (a pass `sendUnsentReports` forced).
+    func spoolBeacon(evenIfCollectionOff: Bool = false) {
+        beaconLock.withLock { _ in
+            guard evenIfCollectionOff || access(directory.path + "/collection-disabled", F_OK) != 0 else { return }
+            writeBeacon()
+        }
+    }
+
+    private func writeBeacon() {
         guard beaconSpooled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         let path = beaconsFolder + "/" + sessionID + ".json"
         ReportsDirectory.makeFolder(beaconsFolder)

@@ -19,6 +19,9 @@ final class Uploader: Sendable {
     let startedAt = Date()
     /// This launch's beacon was spooled (a later pass must not spool it again once sent).
     let beaconSpooled = Atomic<Bool>(false)
+    /// Spooling and withdrawing this launch's beacon, one at a time: a beacon written as
+    /// collection is turned off is either withdrawn or sees the marker and is not written.
+    let beaconLock = Mutex(())
 
     private struct Shared {
         var requested: UInt64 = 1   // the launch's own pass
@@ -221,6 +224,7 @@ final class Uploader: Sendable {
             let path = directory.pendingFolder + "/" + name
             for sidecar in [""] + Self.sidecars { unlink(path + sidecar) }
         }
+        withdrawBeacons(all: true)
         wake()
     }
 
@@ -236,7 +240,7 @@ final class Uploader: Sendable {
         guard force || access(directory.path + "/collection-disabled", F_OK) != 0 else { return }
         // Spooled first: a pass that stops at an unreachable collector must not lose it.
         let beacons = settings.transports == nil && settings.sendsSessionBeacons
-        if beacons { spoolBeacon() }
+        if beacons { spoolBeacon(evenIfCollectionOff: force) }
         // Never this process's own crash record: it appears while this process is dying, and a
         // thread that did not stop for the crash (one that answered the handler's signal late)
         // must not start an upload the process's end cuts short. The crash-sender or the next
