@@ -174,6 +174,18 @@ struct HummingbirdTests {
         #expect(get("\(base)/orders/7", headers: ["traceparent": "00-\(traceID)-00f067aa0ba902b7-01"]) == 500)
         #expect(get("\(base)/missing") == 404)
         #expect(get("\(base)/users/3") == 200)
+        // This launch's session beacon is spooled as the reporter's thread starts, before the
+        // launch's first pass (which waits for the app's start-up); waited for here, so that the
+        // crash does not come first on a machine where that thread runs late (before the /slow
+        // requests, which must still be in flight at the crash). Spooled, or already
+        // sent along with the 500's report.
+        let beacons = reports.appendingPathComponent("beacons").path
+        let spooled = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < spooled,
+              !((try? FileManager.default.contentsOfDirectory(atPath: beacons)) ?? []).contains(where: { $0.hasSuffix(".json") }),
+              (try collector.state()["sessions"] as? [[String: Any]] ?? []).isEmpty {
+            usleep(10_000)
+        }
         // Two requests in flight when the crash comes: /slow answers after 30 s, and only once a
         // request has begun does the server answer /inflight with the count.
         let slow = Thread { _ = get("\(base)/slow", headers: ["traceparent": "00-\(traceID)-b7ad6b7169203331-01"]) }
@@ -183,17 +195,6 @@ struct HummingbirdTests {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline, (try? String(contentsOf: URL(string: "\(base)/inflight")!, encoding: .utf8)) != "3" {
             usleep(10_000)   // 3: the two /slow requests and this /inflight one
-        }
-        // This launch's session beacon is spooled as the reporter's thread starts, before the
-        // launch's first pass (which waits for the app's start-up); waited for here, so that the
-        // crash does not come first on a machine where that thread runs late. Spooled, or already
-        // sent along with the 500's report.
-        let beacons = reports.appendingPathComponent("beacons").path
-        let spooled = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < spooled,
-              !((try? FileManager.default.contentsOfDirectory(atPath: beacons)) ?? []).contains(where: { $0.hasSuffix(".json") }),
-              (try collector.state()["sessions"] as? [[String: Any]] ?? []).isEmpty {
-            usleep(10_000)
         }
         #expect(get("\(base)/users/0") == nil, "the server crashed mid-request")
         server.waitUntilExit()
