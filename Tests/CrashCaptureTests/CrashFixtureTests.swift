@@ -350,6 +350,19 @@ struct HandlerFailureTests {
         }
     }
 
+    @Test("a crash before the watchdog thread exists (start leaves it to the pipeline's thread) is finished by it")
+    func hangBeforeWatchdogThread() throws {
+        let run = try FixtureRun.run("hang-in-handler", .release, environment: [
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler", "CRASH_REPORTING_TEST_WATCHDOG_AFTER_CRASH": "1",
+        ])
+        #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        let watchdog = try #require(record.watchdog)
+        #expect(watchdog.waitedMilliseconds >= 1900)
+        #expect(record.hasEnd)
+        #expect(record.frames.first?.address == record.registers["rip"])
+    }
+
     @Test("an unwinder error is recorded as one, and the walk goes on by frame pointers (debug keeps them)")
     func unwinderError() throws {
         let run = try FixtureRun.run("null-pointer-write", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "unwind-step-fails"])

@@ -386,7 +386,7 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
 /// never what a crash is about, so not worth a round trip. Async-signal-safe.
 /// Its name, as it set it when marked, or NULL when `tid` is not one of them. Async-signal-safe.
 static const char *reporter_thread_name(int tid) {
-    if (tid == ccr_global.watchdog_tid) return CCR_WATCHDOG_THREAD_NAME;
+    if (tid == __atomic_load_n(&ccr_global.watchdog_tid, __ATOMIC_ACQUIRE)) return CCR_WATCHDOG_THREAD_NAME;
     for (int i = 0; i < CCR_REPORTER_THREADS; i++) {
         if (atomic_load_explicit(&ccr_threads.reporter_tids[i], memory_order_acquire) == tid) return ccr_threads.reporter_names[i];
     }

@@ -56,7 +56,7 @@ void *ccr_watchdog_main(void *unused) {
     (void)unused;
     // Named so that gdb, top -H and the record say whose it is; a crash writes this name for it.
     syscall(SYS_prctl, (long)PR_SET_NAME, (long)CCR_WATCHDOG_THREAD_NAME, 0L, 0L, 0L);
-    ccr_global.watchdog_tid = ccr_gettid();
+    __atomic_store_n(&ccr_global.watchdog_tid, ccr_gettid(), __ATOMIC_RELEASE);
     // Off the caller's thread: get the prefilled record file's blocks onto the disk now, so a
     // crash later pays for a data-only flush. Harmless if a crash is already writing.
     fdatasync(ccr_global.record_fd);

@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,9 @@ extern _Atomic(const char *) *swift_getFatalErrorMessageBuffer(void) __attribute
 static const int crash_signals[CCR_SIGNAL_COUNT] = {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
 static uint64_t last_install_ns;
 static pthread_t watchdog_thread;
+/// 1 from an install with `defer_libunwind` until ccr_watchdog_start_deferred makes the thread.
+static _Atomic int watchdog_deferred;
+static int create_watchdog_thread(char *error, size_t capacity);
 
 static int copy_text(char *destination, size_t capacity, const char *source, const char *what, char *error, size_t error_capacity) {
     size_t length = strlen(source);
@@ -58,16 +62,28 @@ static int open_record_file(const ccr_install_options *o, char *error, size_t ca
     flock(ccr_global.record_fd, LOCK_EX | LOCK_NB);
     // Prefill with newlines (blank lines to a reader) so the blocks exist before any crash; the
     // watchdog thread syncs them in the background. The handler writes from offset 0 over them.
+    // One pwritev of one page of newlines repeated: a write per page cost start() ~45 us more.
     static const char newlines[4096] = {[0 ... 4095] = '\n'};
-    for (size_t done = 0; done < CCR_RECORD_PREFILL; done += sizeof newlines) {
-        if (write(ccr_global.record_fd, newlines, sizeof newlines) != (ssize_t)sizeof newlines) {
+    enum { pages = CCR_RECORD_PREFILL / sizeof newlines };
+    struct iovec pieces[pages];
+    for (int i = 0; i < pages; i++) pieces[i] = (struct iovec){.iov_base = (void *)newlines, .iov_len = sizeof newlines};
+    size_t done = 0;
+    while (done < CCR_RECORD_PREFILL) {   // a short write (a signal, a full disk) goes on or fails
+        int first = (int)(done / sizeof newlines);
+        size_t into = done % sizeof newlines;
+        pieces[first].iov_base = (void *)(newlines + into);
+        pieces[first].iov_len = sizeof newlines - into;
+        ssize_t n = pwritev(ccr_global.record_fd, &pieces[first], pages - first, (off_t)done);
+        if (n > 0) {
+            done += (size_t)n;
+        } else if (!(n < 0 && errno == EINTR)) {
+            if (n == 0) errno = ENOSPC;
             snprintf(error, capacity, "cannot write the crash record file %s: %s", ccr_global.new_path, strerror(errno));
             close_fd(&ccr_global.record_fd);
             unlink(ccr_global.new_path);
             return -1;
         }
     }
-    lseek(ccr_global.record_fd, 0, SEEK_SET);
     struct stat identity;
     if (fstat(ccr_global.record_fd, &identity) == 0) {
         ccr_global.record_dev = identity.st_dev;
@@ -91,7 +107,11 @@ int ccr_wait_for_deferred_setup(int max_ms) {
     return ccr_libunwind_wait_deferred(max_ms);
 }
 
-static int start_watchdog(char *error, size_t capacity) {
+/// The watchdog's pipe. Its thread is made here or, for an install with `defer_libunwind`, by
+/// ccr_watchdog_start_deferred on the caller's background thread: a thread costs start() ~100 us.
+/// Until it runs, a crash's 'S' waits in the pipe, and the thread, once made, reads it and keeps
+/// the time from then.
+static int start_watchdog(int deferred, char *error, size_t capacity) {
     if (pipe2(ccr_global.watchdog_fd, O_CLOEXEC) != 0) {
         snprintf(error, capacity, "cannot create the watchdog pipe: %s", strerror(errno));
         return -1;
@@ -101,6 +121,39 @@ static int start_watchdog(char *error, size_t capacity) {
         ccr_global.watchdog_dev = identity.st_dev;
         ccr_global.watchdog_ino = identity.st_ino;
     }
+    if (deferred) {
+        atomic_store(&watchdog_deferred, 1);
+        return 0;
+    }
+    if (create_watchdog_thread(error, capacity) != 0) {
+        close_fd(&ccr_global.watchdog_fd[0]);
+        close_fd(&ccr_global.watchdog_fd[1]);
+        return -1;
+    }
+    return 0;
+}
+
+int ccr_watchdog_start_deferred(char *error, size_t capacity) {
+    if (capacity > 0) error[0] = '\0';
+    int expected = 1;
+    if (!atomic_compare_exchange_strong(&watchdog_deferred, &expected, 0)) {
+        snprintf(error, capacity, "watchdog: no deferred start is pending");
+        return -1;
+    }
+    // Installed in another process (the child of a fork before this ran): its crashes have
+    // their own watchdog (ccr_fork.c); the parent's pipe is not its to read.
+    if (getpid() != ccr_global.pid) return 0;
+    if (create_watchdog_thread(error, capacity) != 0) return -1;
+    // Until it has run its first lines it carries this thread's name and is not known as ours: a
+    // crash then would list it as an app thread. Wait for it (at most 100 ms; off the app's thread).
+    for (int i = 0; i < 2000 && __atomic_load_n(&ccr_global.watchdog_tid, __ATOMIC_ACQUIRE) == 0; i++) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 50000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+static int create_watchdog_thread(char *error, size_t capacity) {
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setstacksize(&attributes, 64 * 1024);
@@ -119,8 +172,6 @@ static int start_watchdog(char *error, size_t capacity) {
     pthread_attr_destroy(&attributes);
     if (result != 0) {
         snprintf(error, capacity, "cannot start the watchdog thread: %s", strerror(result));
-        close_fd(&ccr_global.watchdog_fd[0]);
-        close_fd(&ccr_global.watchdog_fd[1]);
         return -1;
     }
     return 0;
@@ -128,6 +179,7 @@ static int start_watchdog(char *error, size_t capacity) {
 
 static void stop_watchdog(void) {
     // Closing the write end makes the watchdog's read return 0, and the thread ends.
+    atomic_store(&watchdog_deferred, 0);
     close_fd(&ccr_global.watchdog_fd[1]);
 }
 
@@ -205,7 +257,7 @@ int ccr_install(const ccr_install_options *o, char *error, size_t capacity) {
     // brought): here, or with the deferred load.
     ccr_modules_prepare_live_walk();
     if (!o->defer_libunwind) ccr_modules_record();
-    if (start_watchdog(error, capacity) != 0) {
+    if (start_watchdog(o->defer_libunwind, error, capacity) != 0) {
         ccr_libunwind_unload();
         close_record_file();
         return 5;
@@ -230,6 +282,10 @@ int ccr_install(const ccr_install_options *o, char *error, size_t capacity) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     last_install_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
     return 0;
+}
+
+int ccr_crash_started(void) {
+    return atomic_load(&ccr_global.crashing_tid) != 0;
 }
 
 int ccr_is_installed(void) {

@@ -37,11 +37,22 @@ typedef struct ccr_install_options {
     /// ... waiting at most this long for all answers together (milliseconds; 0: 250). The wait
     /// never exceeds half of what is left of the watchdog's timeout.
     int thread_wait_ms;
-    /// 1: do not load libunwind here; the caller runs `ccr_libunwind_load_deferred` on a thread of
-    /// its own soon after. A crash before that finishes waits for it (at most 50 ms), then falls
+    /// 1: do not load libunwind or make the watchdog thread here; the caller runs
+    /// `ccr_watchdog_start_deferred` and `ccr_libunwind_load_deferred` on a thread of its own soon
+    /// after. A crash before that finishes waits for it (at most 50 ms), then falls
     /// back to frame pointers. 0: loaded here, and a missing libunwind fails the install.
     int defer_libunwind;
 } ccr_install_options;
+
+/// Makes the watchdog thread for an install made with `defer_libunwind` (which made its pipe
+/// only). Returns 0, or -1 with a message in `error`: crashes are then recorded without a
+/// watchdog (a handler that stalls is not finished by it). Call once, off the app's thread, before
+/// `ccr_libunwind_load_deferred`; not async-signal-safe.
+int ccr_watchdog_start_deferred(char *error, size_t error_capacity);
+
+/// 1 once a crash's handler has claimed the crash in this process. For a test that makes the
+/// deferred watchdog only after a crash began.
+int ccr_crash_started(void);
 
 /// Loads and warms up libunwind for an install made with `defer_libunwind`. Returns 0, or -1 with
 /// a message in `error` (crashes then record frame-pointer stacks). Call once, off the app's

@@ -175,14 +175,14 @@ public enum CrashReporter {
                 // Listed at a crash, not asked to unwind (like the watchdog); not renamed: it makes threads
                 // and URLSession queues work on libdispatch's pool, whose new workers inherit its name.
                 ccr_threads_mark_reporter("crash-pipeline", 0)
-                loadLibunwind()                // off the caller's thread (install deferred it)
+                startDeferredSetup()           // watchdog thread and libunwind: off the caller's thread (install deferred them)
                 hangMonitor?.start()           // its thread made here, not on the caller's
                 if let memorySidecar, let memoryInterval { MemorySampler(sidecar: memorySidecar, interval: memoryInterval).start() }
                 uploader.spoolBeaconAtStart()  // counted even if the launch ends before its first pass
                 uploader.waitForAppStartup()   // the launch's pass after the app's own start-up (Upload.firstPassDelay)
                 uploader.run(recovery: recovery)
             }
-            if !pipeline.hasThread { loadLibunwind() }   // no background thread: here, as before
+            if !pipeline.hasThread { startDeferredSetup() }   // no background thread: here, as before
             state.recovery = pipeline
             state.uploader = uploader
             state.hangMonitor = hangMonitor
@@ -325,11 +325,21 @@ public enum CrashReporter {
         ccr_set_crash_line_fd(configuration.crashLineOnStandardError ? STDERR_FILENO : -1)
     }
 
-    /// Loads libunwind for the install made with `defer_libunwind` (Docs/Decisions/0037): ~0.5 ms
-    /// that start() no longer spends on the caller's thread. Until it is done a crash waits for it
-    /// (at most 50 ms); if it fails, crashes are recorded with frame pointers, and this says why.
-    private static func loadLibunwind() {
+    /// Makes the watchdog thread and loads libunwind for the install made with `defer_libunwind`
+    /// (Docs/Decisions/0037): ~0.6 ms that start() no longer spends on the caller's thread. Until
+    /// libunwind is loaded a crash waits for it (at most 50 ms); if it fails, crashes are recorded
+    /// with frame pointers, and this says why. The watchdog first: it bounds a crash's handler.
+    private static func startDeferredSetup() {
         var errorBuffer = [CChar](repeating: 0, count: 512)
+        if getenv("CRASH_REPORTING_TEST_WATCHDOG_AFTER_CRASH") != nil {
+            // Test knob: the watchdog is made only once a crash has begun (at most 10 s), so that
+            // a test sees a crash before it exists still finished by it.
+            for _ in 0..<10_000 where ccr_crash_started() == 0 { usleep(1000) }
+        }
+        if ccr_watchdog_start_deferred(&errorBuffer, errorBuffer.count) != 0 {
+            let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            warn("\(message); a crash handler that stalls will not be finished by the watchdog")
+        }
         guard ccr_libunwind_load_deferred(&errorBuffer, errorBuffer.count) != 0 else { return }
         let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         warn("\(message); crash stacks are walked by frame pointers only")
