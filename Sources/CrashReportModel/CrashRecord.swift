@@ -126,6 +126,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         /// With "link_map": how many objects, from the list's start, one read found as start saw
         /// them (build-id included); the others were read one by one. Nil in older records.
         public var unchanged: Int? = nil
+        /// With "link_map": how that one read was made, "pipe" (a pipe of the reporter's own) or
+        /// "process_vm_readv" (a forked child, or the pipe not usable). Nil in older records.
+        public var read: String? = nil
         public var elapsedNanoseconds: UInt64?
     }
 
@@ -662,7 +665,7 @@ extension CrashRecord {
             moduleTable = ModuleTable(
                 source: try Self.field(line, "source"), count: try Self.field(line, "count"),
                 loaderState: line["loader_state"] as? String ?? "", unchanged: line["unchanged"] as? Int,
-                elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
+                read: line["read"] as? String, elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
         case .nested_crash:
             nestedCrash = NestedCrash(
                 signal: try Self.int32(line, "signo"),

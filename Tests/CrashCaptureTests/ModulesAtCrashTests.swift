@@ -54,6 +54,7 @@ struct ModulesAtCrashTests {
         // the list is read object by object.
         let unchanged = try #require(table.unchanged)
         #expect(unchanged > 0 && unchanged < table.count, "unchanged \(unchanged) of \(table.count)")
+        #expect(table.read == "pipe")
 
         let plugin = try #require(record.modules.first { $0.path == libraries.plugin.path }, "modules: \(record.modules.map(\.path))")
         #expect(!plugin.buildID.isEmpty)
@@ -65,6 +66,30 @@ struct ModulesAtCrashTests {
         let frames = try LLVMSymbolizer.symbolize(record)
         #expect(frames[0].mentions("plugin_crash"), "frame 0:\n\(describe(frames))")
         _ = checkOrder(["plugin_crash", "callPlugin", "level5", "level4", "level3", "level2", "level1"], in: frames)
+    }
+
+    @Test("the list as start saw it reads the same through the walk's pipe as by process_vm_readv", arguments: BuildConfiguration.allCases)
+    func pipeAndProcessVMReadvAgree(_ configuration: BuildConfiguration) throws {
+        let libraries = try buildPluginLibraries()
+        var tables: [String: CrashRecord] = [:]
+        for misbehaviour in ["", "modules-read-without-pipe"] {
+            var environment = ["CRASH_FIXTURE_PLUGIN": libraries.plugin.path, "CRASH_FIXTURE_UNLOADED": libraries.unloaded.path]
+            if !misbehaviour.isEmpty { environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] = misbehaviour }
+            let run = try FixtureRun.run("dlopened-library-crash", configuration, environment: environment)
+            let record = try run.onlyRecord()
+            try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+            let table = try #require(record.moduleTable)
+            #expect(table.source == "link_map")
+            tables[table.read ?? "none"] = record
+        }
+        let piped = try #require(tables["pipe"], "read: \(tables.keys)")
+        let direct = try #require(tables["process_vm_readv"], "read: \(tables.keys)")
+        // Two processes of the same program: the same objects, in the same order, with the same
+        // build-ids, and the same part of the list confirmed in the one read.
+        #expect(piped.modules.map(\.path) == direct.modules.map(\.path))
+        #expect(piped.modules.map(\.buildID) == direct.modules.map(\.buildID))
+        #expect(piped.moduleTable?.unchanged == direct.moduleTable?.unchanged)
+        #expect((piped.moduleTable?.unchanged ?? 0) > 0)
     }
 
     @Test("an object recognised from start whose build-id changed in memory (a rebuilt library reloaded in place) is read again")

@@ -73,6 +73,15 @@ void ccr_writer_json_string(ccr_writer *w, const char *text, size_t max_bytes) {
     ccr_writer_raw(w, "\"", 1);
     size_t i = 0;
     while (i < length) {
+        // A run of printable ASCII other than '"' and '\\' (paths, names: nearly all of a string)
+        // is copied in one piece rather than a byte at a time.
+        size_t run = i;
+        while (run < length && s[run] >= 0x20 && s[run] < 0x7F && s[run] != '"' && s[run] != '\\') run++;
+        if (run > i) {
+            ccr_writer_raw(w, (const char *)s + i, run - i);
+            i = run;
+            continue;
+        }
         unsigned char c = s[i];
         if (c == '"' || c == '\\') {
             char esc[2] = {'\\', (char)c};
@@ -134,9 +143,14 @@ void ccr_writer_hex(ccr_writer *w, uint64_t value) {
 
 void ccr_writer_hex_bytes(ccr_writer *w, const uint8_t *bytes, size_t length) {
     ccr_writer_raw(w, "\"", 1);
-    for (size_t i = 0; i < length; i++) {
-        char pair[2] = {hex_digits[bytes[i] >> 4], hex_digits[bytes[i] & 15]};
-        ccr_writer_raw(w, pair, 2);
+    char digits[64];   // 32 bytes at a time
+    for (size_t i = 0; i < length;) {
+        size_t n = 0;
+        for (; i < length && n < sizeof digits; i++) {
+            digits[n++] = hex_digits[bytes[i] >> 4];
+            digits[n++] = hex_digits[bytes[i] & 15];
+        }
+        ccr_writer_raw(w, digits, n);
     }
     ccr_writer_raw(w, "\"", 1);
 }

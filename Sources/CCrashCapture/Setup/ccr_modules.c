@@ -2,6 +2,8 @@
 // read from the program headers already in memory (no file access). Symbolication on the next
 // launch or offline matches debug files to frames by these build-ids.
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <link.h>
 #include <string.h>
@@ -95,7 +97,30 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
     return 0;
 }
 
+/// The crash-time walk's pipe (ccr_modules_live_state.read_pipe), made once per process. Made
+/// here, after libunwind's first use: a deferred load lets go of two descriptors just before it
+/// so that libunwind's own pipe takes them, and this pipe must not.
+static void open_read_pipe(void) {
+    if (atomic_load(&ccr_modules_live.read_pipe_ready)) return;
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    struct stat identity;
+    int capacity = fcntl(ends[1], F_GETPIPE_SZ);
+    if (fstat(ends[0], &identity) != 0 || capacity <= 0) {
+        close(ends[0]);
+        close(ends[1]);
+        return;
+    }
+    ccr_modules_live.read_pipe[0] = ends[0];
+    ccr_modules_live.read_pipe[1] = ends[1];
+    ccr_modules_live.read_pipe_dev = (uint64_t)identity.st_dev;
+    ccr_modules_live.read_pipe_ino = (uint64_t)identity.st_ino;
+    ccr_modules_live.read_pipe_capacity = (size_t)capacity;
+    atomic_store_explicit(&ccr_modules_live.read_pipe_ready, 1, memory_order_release);
+}
+
 void ccr_modules_record(void) {
+    open_read_pipe();
     atomic_store(&ccr_modules_live.node_count, 0);
     ccr_global.module_count = 0;
     copied_nodes = 0;
@@ -105,6 +130,7 @@ void ccr_modules_record(void) {
     }
     publish_loader_list();
     ccr_modules_live_sort_install_ranges();
+    ccr_modules_live_preformat();
 }
 
 void ccr_modules_prepare_live_walk(void) {

@@ -27,7 +27,8 @@ typedef struct ccr_install_options {
     /// header is written; 2 = hang inside the handler before unwinding (the watchdog must finish);
     /// 3 = the crash-time walk of the loader's list fails (the install-time table is written);
     /// 4 = asked threads store their frame-pointer walk but never finish libunwind's; 5 = asked
-    /// threads never answer; 9 = libunwind is treated as missing.
+    /// threads never answer; 9 = libunwind is treated as missing; 10 = the crash-time module walk
+    /// does not use its pipe (reads by process_vm_readv).
     int test_misbehaviour;
     /// Other threads listed at a crash, each asked to unwind itself (Docs/Decisions/0010):
     /// at most this many (0: 256, the most; negative: the crashing thread only), ...

@@ -357,6 +357,7 @@ public enum CrashReporter {
         case "threads-stay-after-hang-answer": return 7
         case "stale-install-build-ids": return 8
         case "libunwind-missing": return 9
+        case "modules-read-without-pipe": return 10
         default: return 0
         }
     }
