@@ -218,7 +218,7 @@ let waiting = DispatchSemaphore(value: 0)
 func startNamedThreads() {
     let threads: [(String, @Sendable () -> Void)] = [
         ("fixture-alpha", waitInAlpha), ("fixture-beta", waitInBeta),
-        ("fixture-gamma", waitInGamma), ("fixture-delta", waitInDelta),
+        (#"fixture\gamma"#, waitInGamma), ("fixture-delta", waitInDelta),
     ]
     for (name, body) in threads {
         Thread.detachNewThread {

@@ -1,6 +1,6 @@
 // Other threads at a crash. /proc/self/task is listed with getdents64 on a descriptor opened with
-// open(2) (opendir/readdir allocate and lock); names come from /proc/self/task/TID/comm and signal
-// masks from .../status, both with open+read. Each thread that does not block the chosen
+// open(2) (opendir/readdir allocate and lock); names and signal masks come from one read of
+// /proc/self/task/TID/status (open+read+close). Each thread that does not block the chosen
 // real-time signal is sent it with tgkill and unwinds itself in ccr_threads_answer: frame
 // pointers first (validated reads, no lock, cannot stall), then libunwind (exact through code
 // without frame pointers, such as glibc, but it may wait on the loader lock). The crashing thread
@@ -173,9 +173,26 @@ static void task_path(char *out, int tid, const char *leaf) {
     out[n] = '\0';
 }
 
+/// Whether `text` (`used` bytes) holds a whole line that starts with `key`. Async-signal-safe.
+static int has_line(const char *text, size_t used, const char *key) {
+    for (size_t i = 0; i < used; i++) {
+        if (i > 0 && text[i - 1] != '\n') continue;
+        size_t k = 0;
+        while (key[k] && i + k < used && text[i + k] == key[k]) k++;
+        if (key[k] != '\0') continue;
+        for (size_t j = i + k; j < used; j++) {
+            if (text[j] == '\n') return 1;
+        }
+        return 0;
+    }
+    return 0;
+}
+
 /// Reads up to `capacity - 1` bytes of a small /proc file, NUL-terminated. Returns the length or -1.
+/// With `until`, stops once a whole line starting with it was read: a /proc file's first read
+/// usually gives all of it, and the read that would say so costs a system call per thread.
 /// Async-signal-safe: open, read, close.
-static int read_small_file(const char *path, char *buffer, size_t capacity) {
+static int read_small_file(const char *path, char *buffer, size_t capacity, const char *until) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     size_t used = 0;
@@ -184,32 +201,44 @@ static int read_small_file(const char *path, char *buffer, size_t capacity) {
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         used += (size_t)n;
+        if (until != NULL && has_line(buffer, used, until)) break;
     }
     close(fd);
     buffer[used] = '\0';
     return (int)used;
 }
 
-/// The thread's name from its comm file (15 bytes at most). Async-signal-safe.
-static void read_name(int tid, char name[17]) {
-    char path[64];
-    task_path(path, tid, "comm");
-    memset(name, 0, 17);
-    int n = read_small_file(path, name, 17);
-    if (n > 0 && name[n - 1] == '\n') name[n - 1] = '\0';
-}
-
-/// 1 when the thread blocks `signo` (SigBlk in its status), 0 when not, -1 when unreadable (gone).
-/// Async-signal-safe.
-static int blocks_signal(ccr_collection *c, int tid, int signo) {
+/// The thread's name and whether it blocks `signo` (0: not asked), from one read of its status
+/// file (its comm is the "Name:" line, where the kernel writes a newline as "\n" and a backslash as
+/// "\\"; undone here). Returns 1 when it blocks `signo` (SigBlk), 0 when not, -1 when the file
+/// is unreadable (the thread is gone; `name` is then empty). Async-signal-safe.
+static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
     char path[64];
     task_path(path, tid, "status");
     char *status_text = c->status_text;
-    int n = read_small_file(path, status_text, sizeof c->status_text);
+    memset(name, 0, 17);
+    int n = read_small_file(path, status_text, sizeof c->status_text, signo > 0 ? "SigBlk:" : "Name:");
     if (n <= 0) return -1;
+    static const char name_key[] = "Name:";
+    int starts_with_name = n > (int)sizeof name_key - 1;
+    for (int k = 0; starts_with_name && k < (int)sizeof name_key - 1; k++) starts_with_name = status_text[k] == name_key[k];
+    if (starts_with_name) {   // the first line
+        const char *p = status_text + sizeof name_key - 1;
+        while (*p == ' ' || *p == '\t') p++;
+        int length = 0;
+        for (; *p && *p != '\n' && length < 15; p++) {
+            char ch = *p;
+            if (ch == '\\' && p[1] == 'n') { ch = '\n'; p++; }
+            else if (ch == '\\' && p[1] == '\\') p++;
+            name[length++] = ch;
+        }
+    }
+    if (signo <= 0) return 0;
     static const char key[] = "\nSigBlk:";
     for (int i = 0; i + (int)sizeof key - 1 <= n; i++) {
-        if (memcmp(status_text + i, key, sizeof key - 1) != 0) continue;
+        int same = 1;
+        for (int k = 0; same && k < (int)sizeof key - 1; k++) same = status_text[i + k] == key[k];
+        if (!same) continue;
         const char *p = status_text + i + sizeof key - 1;
         while (*p == ' ' || *p == '\t') p++;
         uint64_t mask = 0;
@@ -300,7 +329,7 @@ static int scan_blocked_thread(ccr_collection *c, int tid, int max) {
     uintptr_t *scan_frames = c->scan_frames, *scan_words = c->scan_words;
     char path[64], text[256];
     task_path(path, tid, "syscall");
-    int n = read_small_file(path, text, sizeof text);
+    int n = read_small_file(path, text, sizeof text, NULL);
     if (n <= 0 || !((text[0] >= '0' && text[0] <= '9') || text[0] == '-')) return 0;   // "running"
     // The last two fields are sp and pc.
     const char *fields[9];
@@ -454,8 +483,9 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
         ccr_listed_thread *t = &c->listed[i];
         t->slot = -1;
         const char *reporter = reporter_thread_name(t->tid);
+        int blocked = 0;
         if (reporter == NULL) {
-            read_name(t->tid, t->name);
+            blocked = read_status(c, t->tid, t->name, signal_ours ? ccr_threads.signo : 0);
             // Looked up again after the name: a thread of ours publishes itself before it renames
             // itself (ccr_threads_mark_reporter), so a "crash-" name read here is found now.
             reporter = reporter_thread_name(t->tid);
@@ -467,7 +497,6 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
             t->state = LISTED_REPORTER;
             continue;
         }
-        int blocked = signal_ours ? blocks_signal(c, t->tid, ccr_threads.signo) : 0;
         if (blocked > 0 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
         // Take a slot no late answer is writing into: a compare-and-swap from the state seen, so
         // that a thread of an earlier capture cannot move it to WRITING_LU in between.
