@@ -217,7 +217,7 @@ let waiting = DispatchSemaphore(value: 0)
 /// Starts the four named threads and one that blocks every signal, and returns once all wait.
 func startNamedThreads() {
     let threads: [(String, @Sendable () -> Void)] = [
-        ("fixture-alpha", waitInAlpha), ("fixture-beta", waitInBeta),
+        ("fixture-alpha", waitInAlpha), ("\tfixture-beta", waitInBeta),
         (#"fixture\gamma"#, waitInGamma), ("fixture-delta", waitInDelta),
     ]
     for (name, body) in threads {

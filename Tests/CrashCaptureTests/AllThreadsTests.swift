@@ -11,8 +11,8 @@ import Testing
 @Suite("All threads at a crash")
 struct AllThreadsTests {
     /// One name holds a backslash: the kernel writes it doubled in the status file names are read
-    /// from, and the record must give it once.
-    static let named = [("fixture-alpha", "waitInAlpha"), ("fixture-beta", "waitInBeta"),
+    /// from, and the record must give it once. Another starts with a tab, which must be kept.
+    static let named = [("fixture-alpha", "waitInAlpha"), ("\tfixture-beta", "waitInBeta"),
                         (#"fixture\gamma"#, "waitInGamma"), ("fixture-delta", "waitInDelta")]
 
     @Test("every thread is listed with its name and its own stack, the crashed one first", arguments: BuildConfiguration.allCases)

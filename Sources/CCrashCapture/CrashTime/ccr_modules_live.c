@@ -6,6 +6,7 @@
 // copied from the install-time table instead of read again: one read per object, not five. If the
 // walk fails, the install-time table is written instead; the `modules` line says which. See Docs/Decisions/0011-modules-at-crash-time.md.
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -215,15 +216,25 @@ static long read_through_pipe(live_scratch *x, struct iovec *local, struct iovec
     for (int i = 0; i < 2; i++) {
         if (fstat(s->read_pipe[i], &ends[i]) != 0 || !S_ISFIFO(ends[i].st_mode) ||
             (uint64_t)ends[i].st_dev != s->read_pipe_dev || (uint64_t)ends[i].st_ino != s->read_pipe_ino) return -1;
+        // Each end the right way round (a dup of the other end shares the inode; a write with no
+        // reader would leave a SIGPIPE pending for when the handler ends) and still non-blocking
+        // (the flag belongs to the open file, which a forked child shares and may change).
+        int flags = fcntl(s->read_pipe[i], F_GETFL);
+        if (flags < 0 || (flags & O_ACCMODE) != (i == 0 ? O_RDONLY : O_WRONLY) || !(flags & O_NONBLOCK)) return -1;
     }
     if (ccr_global.test_misbehaviour == 10) return -1;   // test: as if the pipe were not ours
-    long in = syscall(SYS_writev, (long)s->read_pipe[1], remote, (long)count);
+    long in = syscall(SYS_writev, (long)s->read_pipe[1], remote, (long)count), out_of_pipe = 0;
     if (in == (long)wanted) {
-        long out = syscall(SYS_readv, (long)s->read_pipe[0], local, (long)count);
-        if (out == (long)wanted) return out;
+        out_of_pipe = syscall(SYS_readv, (long)s->read_pipe[0], local, (long)count);
+        if (out_of_pipe == (long)wanted) return out_of_pipe;
     }
-    // Whatever reached the pipe is taken out again, so the pipe is empty for a later read.
-    while (read(s->read_pipe[0], x->notes, sizeof x->notes) > 0) {
+    // What reached the pipe and was not read is taken out again (that many bytes, no more: a
+    // read of an empty pipe is never attempted), so the pipe is empty for a later read.
+    size_t left = (size_t)(in > 0 ? in : 0) - (size_t)(in > 0 && out_of_pipe > 0 ? out_of_pipe : 0);
+    while (left > 0) {
+        long n = read(s->read_pipe[0], x->notes, left < sizeof x->notes ? left : sizeof x->notes);
+        if (n <= 0) break;
+        left -= (size_t)n;
     }
     return -1;
 }

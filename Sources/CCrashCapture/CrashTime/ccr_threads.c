@@ -224,7 +224,7 @@ static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
     for (int k = 0; starts_with_name && k < (int)sizeof name_key - 1; k++) starts_with_name = status_text[k] == name_key[k];
     if (starts_with_name) {   // the first line
         const char *p = status_text + sizeof name_key - 1;
-        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '\t') p++;   // the kernel's one separator; a name may itself start with a space or a tab
         int length = 0;
         for (; *p && *p != '\n' && length < 15; p++) {
             char ch = *p;

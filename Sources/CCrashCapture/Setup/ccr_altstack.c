@@ -125,4 +125,18 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*
     if (result != 0) free(start);
     return result;
 }
+
+int ccr_pthread_create_unwrapped(pthread_t *thread, const pthread_attr_t *attributes, void *(*routine)(void *), void *argument) {
+    pthread_create_function real = atomic_load(&real_pthread_create);
+    if (real == NULL) {
+        real = (pthread_create_function)dlsym(RTLD_NEXT, "pthread_create");
+        if (real == NULL) return EAGAIN;
+        atomic_store(&real_pthread_create, real);
+    }
+    return real(thread, attributes, routine, argument);
+}
+#else
+int ccr_pthread_create_unwrapped(pthread_t *thread, const pthread_attr_t *attributes, void *(*routine)(void *), void *argument) {
+    return pthread_create(thread, attributes, routine, argument);
+}
 #endif

@@ -65,6 +65,7 @@ static int open_record_file(const ccr_install_options *o, char *error, size_t ca
     // One pwritev of one page of newlines repeated: a write per page cost start() ~45 us more.
     static const char newlines[4096] = {[0 ... 4095] = '\n'};
     enum { pages = CCR_RECORD_PREFILL / sizeof newlines };
+    _Static_assert(CCR_RECORD_PREFILL % 4096 == 0 && CCR_RECORD_PREFILL / 4096 <= 1024, "whole pages, at most IOV_MAX");
     struct iovec pieces[pages];
     for (int i = 0; i < pages; i++) pieces[i] = (struct iovec){.iov_base = (void *)newlines, .iov_len = sizeof newlines};
     size_t done = 0;
@@ -143,14 +144,15 @@ int ccr_watchdog_start_deferred(char *error, size_t capacity) {
     // Installed in another process (the child of a fork before this ran): its crashes have
     // their own watchdog (ccr_fork.c); the parent's pipe is not its to read.
     if (getpid() != ccr_global.pid) return 0;
-    if (create_watchdog_thread(error, capacity) != 0) return -1;
-    // Until it has run its first lines it carries this thread's name and is not known as ours: a
-    // crash then would list it as an app thread. Wait for it (at most 100 ms; off the app's thread).
-    for (int i = 0; i < 2000 && __atomic_load_n(&ccr_global.watchdog_tid, __ATOMIC_ACQUIRE) == 0; i++) {
+    return create_watchdog_thread(error, capacity);
+}
+
+void ccr_watchdog_wait_started(int max_ms) {
+    if (ccr_global.watchdog_fd[1] < 0 || getpid() != ccr_global.pid) return;
+    for (int i = 0; i < max_ms * 20 && __atomic_load_n(&ccr_global.watchdog_tid, __ATOMIC_ACQUIRE) == 0; i++) {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 50000};
         nanosleep(&pause, NULL);
     }
-    return 0;
 }
 
 static int create_watchdog_thread(char *error, size_t capacity) {
@@ -167,7 +169,10 @@ static int create_watchdog_thread(char *error, size_t capacity) {
     sigfillset(&mask);
     sigdelset(&mask, SIGPROF);
     pthread_sigmask(SIG_SETMASK, &mask, &previous);
-    int result = pthread_create(&watchdog_thread, &attributes, ccr_watchdog_main, NULL);
+    // Past the wrapper that gives new threads an alternate stack and opens the asking signal
+    // (ccr_altstack.c): made after install (deferred), it would otherwise leave that signal open,
+    // and a crash before the thread publishes its tid would ask it to unwind.
+    int result = ccr_pthread_create_unwrapped(&watchdog_thread, &attributes, ccr_watchdog_main, NULL);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     pthread_attr_destroy(&attributes);
     if (result != 0) {

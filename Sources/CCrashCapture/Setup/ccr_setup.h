@@ -3,6 +3,7 @@
 #define CCR_SETUP_H
 
 #include <stddef.h>
+#include <pthread.h>
 
 /// Loads libunwind.so.8 RTLD_LOCAL and resolves its local-only entry points, then unwinds once
 /// so its lazy initialisation happens now rather than during a crash. Returns 0 on success.
@@ -25,6 +26,9 @@ int ccr_libunwind_wait_deferred(int max_ms);
 /// Enables or disables alternate stacks for threads created from now on, and gives the calling
 /// thread one. Not async-signal-safe: mmap, pthread keys.
 int ccr_altstacks_enable(char *error, size_t capacity);
+/// libc's pthread_create, past this library's wrapper: the thread keeps its creator's signal mask
+/// and gets no alternate stack (the watchdog: it must never be asked to unwind itself).
+int ccr_pthread_create_unwrapped(pthread_t *thread, const pthread_attr_t *attributes, void *(*routine)(void *), void *argument);
 void ccr_altstacks_disable(void);
 
 /// Chooses the real-time signal for the all-threads capture and installs its handler, with the

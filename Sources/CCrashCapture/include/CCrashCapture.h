@@ -51,6 +51,11 @@ typedef struct ccr_install_options {
 /// `ccr_libunwind_load_deferred`; not async-signal-safe.
 int ccr_watchdog_start_deferred(char *error, size_t error_capacity);
 
+/// Waits (at most `max_ms`) until the watchdog thread has run its first lines: before that it
+/// carries its creator's name and a crash lists it as an app thread (blocking the asking
+/// signal). Call after `ccr_libunwind_load_deferred`, so that the load is not delayed.
+void ccr_watchdog_wait_started(int max_ms);
+
 /// 1 once a crash's handler has claimed the crash in this process. For a test that makes the
 /// deferred watchdog only after a crash began.
 int ccr_crash_started(void);

@@ -340,6 +340,7 @@ public enum CrashReporter {
             let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             warn("\(message); a crash handler that stalls will not be finished by the watchdog")
         }
+        defer { ccr_watchdog_wait_started(100) }   // its name published; after the load, which a crash waits for
         guard ccr_libunwind_load_deferred(&errorBuffer, errorBuffer.count) != 0 else { return }
         let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         warn("\(message); crash stacks are walked by frame pointers only")

@@ -258,18 +258,9 @@ enum LaunchFile {
     /// Reads what the previous launch left and records this one, through one descriptor (start()
     /// pays ~7 us a system call: 5 here, not 10).
     static func begin(_ directory: ReportsDirectory, sessionID: String) -> Previous {
-        let path = directory.path + "/last-launch"
         var previous = Previous()
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard fd >= 0 else {
-            if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
-            return previous
-        }
+        guard let fd = openOurs(directory.path + "/last-launch", O_RDWR | O_CREAT) else { return previous }
         defer { close(fd) }
-        guard ReportsDirectory.isOurs(fd) else {
-            CrashReporter.warn("refusing \(path): not a regular file owned by this process's user")
-            return previous
-        }
         if let text = read(fd) {
             // Strings made first, then joined: `String + Substring` is a generic append whose first
             // use in a process looks its conformances up at run time, a sixth of `start` (perf).
@@ -304,17 +295,31 @@ enum LaunchFile {
         return total
     }
 
-    private static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    /// A state file opened with `flags` (never through a symbolic link; created 0600 with
+    /// O_CREAT), if it is a regular file owned by this process's user; a link or a stranger's file
+    /// is refused and reported on stderr.
+    /// Opened for reading and writing but refused that (ours made read-only, a folder in its
+    /// place), it is opened for reading: what it says is still read, and a write to it fails.
+    private static func openOurs(_ path: String, _ flags: Int32) -> Int32? {
+        var fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        if fd < 0 && flags & O_ACCMODE == O_RDWR && (errno == EACCES || errno == EISDIR) {
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        }
         guard fd >= 0 else {
             if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
             return nil
         }
-        defer { close(fd) }
         guard ReportsDirectory.isOurs(fd) else {
+            close(fd)
             CrashReporter.warn("refusing \(path): not a regular file owned by this process's user")
             return nil
         }
+        return fd
+    }
+
+    private static func read(_ path: String) -> String? {
+        guard let fd = openOurs(path, O_RDONLY) else { return nil }
+        defer { close(fd) }
         return read(fd)
     }
 
@@ -329,16 +334,7 @@ enum LaunchFile {
     /// (auto_da_alloc), which cost `start` ~400 µs. The lines written here have a fixed length
     /// or only grow, so nothing of an older content can remain past the new one's end.
     private static func write(_ path: String, _ text: String) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard fd >= 0 else {
-            if errno == ELOOP { CrashReporter.warn("refusing \(path): a symbolic link (state files are never followed)") }
-            return
-        }
-        guard ReportsDirectory.isOurs(fd) else {
-            close(fd)
-            CrashReporter.warn("refusing \(path): not a regular file owned by this process's user")
-            return
-        }
+        guard let fd = openOurs(path, O_WRONLY | O_CREAT) else { return }
         var text = text
         _ = text.withUTF8 { pwrite(fd, $0.baseAddress, $0.count, 0) }
         close(fd)
