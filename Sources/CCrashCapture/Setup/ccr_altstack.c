@@ -110,18 +110,12 @@ static void *start_with_altstack(void *opaque) {
 /// Foundation, Dispatch and the Swift concurrency pool call it through the PLT). Until install it
 /// only forwards; afterwards each new thread first maps its own alternate signal stack.
 int pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*routine)(void *), void *argument) {
-    pthread_create_function real = atomic_load(&real_pthread_create);
-    if (real == NULL) {
-        real = (pthread_create_function)dlsym(RTLD_NEXT, "pthread_create");
-        if (real == NULL) return EAGAIN;
-        atomic_store(&real_pthread_create, real);
-    }
-    if (!atomic_load(&altstacks_enabled)) return real(thread, attributes, routine, argument);
+    if (!atomic_load(&altstacks_enabled)) return ccr_pthread_create_unwrapped(thread, attributes, routine, argument);
     thread_start *start = malloc(sizeof *start);
-    if (start == NULL) return real(thread, attributes, routine, argument);
+    if (start == NULL) return ccr_pthread_create_unwrapped(thread, attributes, routine, argument);
     start->routine = routine;
     start->argument = argument;
-    int result = real(thread, attributes, start_with_altstack, start);
+    int result = ccr_pthread_create_unwrapped(thread, attributes, start_with_altstack, start);
     if (result != 0) free(start);
     return result;
 }
