@@ -1,4 +1,5 @@
 // Non-crashing fixture modes: how `start` behaves around errors and process ends.
+import CCrashCapture
 import CFixtureSupport
 import CrashReporting
 import Foundation
@@ -37,6 +38,10 @@ enum LifecycleMode: String, CaseIterable {
     /// Starts with the fixture's configuration; prints "start: ok" (then waits for the
     /// background work) or "start: <kind>: <message>", and exits 0.
     case startOnly = "start-only"
+    /// Starts, waits for libunwind, and walks its own stack as a handler of ours does and as a
+    /// non-fatal report does; prints "redirected=<0|1> handler-frames=<n> handler-passed=<n>
+    /// plain-steps=<n> plain-passed=<n>" (libunwind's sigprocmask calls that reached libc).
+    case unwindMasks = "unwind-masks"
 }
 
 /// A nested Codable value for userInfo.
@@ -209,6 +214,20 @@ func runLifecycle(_ mode: LifecycleMode, reportsDirectory: String) -> Never {
         } catch {
             print("start: unexpected: \(error)")
         }
+        exit(0)
+    case .unwindMasks:
+        try! CrashReporter.start(configuration)
+        guard ccr_wait_for_deferred_setup(5000) == 1 else {
+            print("libunwind not ready")
+            exit(1)
+        }
+        var redirected: Int32 = 0, handlerFrames: Int32 = 0, plainSteps: Int32 = 0
+        var handlerPassed: UInt = 0, plainPassed: UInt = 0
+        guard ccr_test_unwind_masks(&redirected, &handlerFrames, &handlerPassed, &plainSteps, &plainPassed) == 0 else {
+            print("libunwind not ready")
+            exit(1)
+        }
+        print("redirected=\(redirected) handler-frames=\(handlerFrames) handler-passed=\(handlerPassed) plain-steps=\(plainSteps) plain-passed=\(plainPassed)")
         exit(0)
     case .startCost:
         let configured = monotonicNanoseconds()

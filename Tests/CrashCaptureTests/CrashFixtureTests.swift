@@ -380,6 +380,23 @@ struct HandlerFailureTests {
         #expect(status == 0 && shown.contains("libunwind error -7"), "\(shown)")
     }
 
+    @Test("libunwind's signal-mask calls are skipped while a handler of ours walks, and go to libc otherwise", arguments: BuildConfiguration.allCases)
+    func unwindMaskCalls(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("unwind-masks", configuration)
+        #expect(run.exitStatus == 0, "\(run.standardError)")
+        var values: [String: Int] = [:]
+        for field in run.standardOutput.split(whereSeparator: \.isWhitespace) {
+            let parts = field.split(separator: "=")
+            if parts.count == 2, let value = Int(parts[1]) { values[String(parts[0])] = value }
+        }
+        #expect(values["redirected"] == 1, "\(run.standardOutput)")
+        // The handler's walk reached libc's sigprocmask not once; the same walk outside a handler did
+        // (libunwind's cache lock, at least a pair a step), so the count sees libunwind's calls.
+        #expect(values["handler-passed"] == 0, "\(run.standardOutput)")
+        #expect((values["plain-passed"] ?? 0) >= 2 * (values["plain-steps"] ?? 0), "\(run.standardOutput)")
+        #expect((values["handler-frames"] ?? 0) >= 3 && (values["plain-steps"] ?? 0) >= 3, "\(run.standardOutput)")
+    }
+
     @Test("a crash while another thread holds the loader lock does not hang", arguments: BuildConfiguration.allCases)
     func loaderLockHeld(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("loader-lock-held", configuration)

@@ -21,6 +21,10 @@ void *ccr_watchdog_main(void *unused);
 /// makes the record durable: the rest of a record whose handler stalled. Async-signal-safe.
 void ccr_watchdog_finish_record(void);
 
+/// Writes the handler's record buffer and the crash context once, before any crash, so that a
+/// crash takes no page fault on them. Called with the module table; not for crash time.
+void ccr_handler_prefault(void);
+
 /// In a forked child's first crash (getpid() differs from the pid saved at install): gives the
 /// child its own record id, pid, record file, no session, no parent's watchdog, and starts an
 /// alarm(2) watchdog. Returns 0, or -1 when no record file could be made (write nothing then).
@@ -36,6 +40,12 @@ void ccr_fork_stop_watchdog(void);
 /// `step_error` (may be NULL) gets unw_step's error when it failed (< 0), else 0: the frames after
 /// it then come from the saved frame pointers of the last good frame, and the depth is a lower bound.
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error);
+/// libunwind's sigprocmask (its slot for it is pointed here at load): a no-op while a handler of
+/// ours walks a stack with ccr_unwind_libunwind (the handler's mask already blocks every signal
+/// but the crash signals), libc's otherwise. Async-signal-safe.
+int ccr_unwind_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+/// How many of this thread's calls to ccr_unwind_sigprocmask went to libc (for a test).
+unsigned long ccr_unwind_masks_passed(void);
 /// 0 when libunwind's memory-check pipe, found at load, is no longer that pipe (closed, or another
 /// file under its numbers): libunwind is then not used, since it would read from, close and write
 /// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).

@@ -80,6 +80,9 @@ void ccr_modules_live_sort_install_ranges(void);
 /// Formats the install-time table's module lines once, for a crash that writes that table; called
 /// at install, after the table is made. Not for crash time.
 void ccr_modules_live_preformat(void);
+/// Touches the crash's scratch memory that its read of the list writes (one page fault each page
+/// otherwise, at the crash); called at install after the table. Not for crash time.
+void ccr_modules_live_prefault(void);
 
 /// The module table that ccr_record_write_modules_at_crash wrote (the install-time table before
 /// it ran); its count. Async-signal-safe.

@@ -116,6 +116,9 @@ void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
 }
 
 void ccr_record_write_requests(ccr_writer *w, int crashing_tid, uint64_t now_ns) {
+    // No request ever began (not a server, or none yet): nothing to write, and the table's pages,
+    // never touched, are not faulted in now.
+    if (!atomic_load_explicit(&ccr_global.requests_begun, memory_order_acquire)) return;
     ccr_request_slot copy;
     int written = 0;
     for (int i = 0; i < CCR_REQUEST_SLOTS; i++) {

@@ -5,7 +5,9 @@
 #include <libunwind.h>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,13 +15,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../CrashTime/ccr_crashtime.h"
 #include "ccr_setup.h"
 #include "ccr_state.h"
 
 #if defined(__x86_64__)
 #define CCR_UNW_SYMBOL(name) "_ULx86_64_" name
+#define CCR_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define CCR_GLOB_DAT R_X86_64_GLOB_DAT
 #elif defined(__aarch64__)
 #define CCR_UNW_SYMBOL(name) "_ULaarch64_" name
+#define CCR_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define CCR_GLOB_DAT R_AARCH64_GLOB_DAT
 #else
 #error "unsupported architecture"
 #endif
@@ -31,6 +38,76 @@ static void prewarm(void) {
     if (ccr_global.unwind.init_local2(&cursor, &context, 0) < 0) return;
     for (int i = 0; i < 256 && ccr_global.unwind.step(&cursor) > 0; i++) {
     }
+}
+
+/// A dynamic-section address: glibc rewrites most of them to run-time addresses at load, but not
+/// on every architecture; a value below the object's bias is still file-relative.
+static uintptr_t dynamic_address(uintptr_t bias, ElfW(Addr) value) {
+    return value < bias ? bias + value : value;
+}
+
+/// Points libunwind's own slot for sigprocmask (its PLT entry's, or a GOT entry with -fno-plt) at
+/// ccr_unwind_sigprocmask, which skips the calls while a handler of ours walks a stack (Docs/
+/// Decisions/0042). Only a slot that holds libc's sigprocmask and lies outside the object's
+/// read-only-after-relocation range is changed; otherwise libunwind is left as it is. Returns 1
+/// when the slot was pointed at the wrapper.
+static int redirect_sigprocmask(void *handle) {
+    struct link_map *map = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == NULL || map->l_ld == NULL) return 0;
+    uintptr_t bias = (uintptr_t)map->l_addr;
+    const ElfW(Sym) *symbols = NULL;
+    const char *names = NULL;
+    const ElfW(Rela) *tables[2] = {NULL, NULL};
+    size_t sizes[2] = {0, 0};
+    int plt_is_rela = 0;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_SYMTAB: symbols = (const ElfW(Sym) *)dynamic_address(bias, d->d_un.d_ptr); break;
+        case DT_STRTAB: names = (const char *)dynamic_address(bias, d->d_un.d_ptr); break;
+        case DT_JMPREL: tables[0] = (const ElfW(Rela) *)dynamic_address(bias, d->d_un.d_ptr); break;
+        case DT_PLTRELSZ: sizes[0] = d->d_un.d_val; break;
+        case DT_PLTREL: plt_is_rela = d->d_un.d_val == DT_RELA; break;
+        case DT_RELA: tables[1] = (const ElfW(Rela) *)dynamic_address(bias, d->d_un.d_ptr); break;
+        case DT_RELASZ: sizes[1] = d->d_un.d_val; break;
+        default: break;
+        }
+    }
+    if (symbols == NULL || names == NULL) return 0;
+    if (!plt_is_rela) tables[0] = NULL;
+    // The range the loader makes read-only after relocation (PT_GNU_RELRO): not written to.
+    uintptr_t relro_start = 0, relro_end = 0;
+    ElfW(Ehdr) *header = (ElfW(Ehdr) *)bias;   // a shared object's first page maps its ELF header
+    if (header != NULL && memcmp(header->e_ident, ELFMAG, SELFMAG) == 0) {
+        const ElfW(Phdr) *phdrs = (const ElfW(Phdr) *)(bias + header->e_phoff);
+        for (int i = 0; i < header->e_phnum; i++) {
+            if (phdrs[i].p_type == PT_GNU_RELRO) {
+                relro_start = bias + phdrs[i].p_vaddr;
+                relro_end = relro_start + phdrs[i].p_memsz;
+            }
+        }
+    } else {
+        return 0;
+    }
+    int (*libc_sigprocmask)(int, const sigset_t *, sigset_t *) = sigprocmask;
+    for (int t = 0; t < 2; t++) {
+        if (tables[t] == NULL) continue;
+        size_t count = sizes[t] / sizeof(ElfW(Rela));
+        for (size_t i = 0; i < count; i++) {
+            const ElfW(Rela) *r = &tables[t][i];
+            unsigned long type = ELF64_R_TYPE(r->r_info);
+            if (type != CCR_JUMP_SLOT && type != CCR_GLOB_DAT) continue;
+            const ElfW(Sym) *symbol = &symbols[ELF64_R_SYM(r->r_info)];
+            if (strcmp(names + symbol->st_name, "sigprocmask") != 0) continue;
+            void **slot = (void **)(bias + r->r_offset);
+            if ((uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end) return 0;
+            if (*slot == (void *)ccr_unwind_sigprocmask) return 1;   // already (a second load)
+            if (*slot != (void *)libc_sigprocmask) return 0;         // someone else's: leave it
+            ccr_global.unwind.real_sigprocmask = libc_sigprocmask;
+            __atomic_store_n(slot, (void *)ccr_unwind_sigprocmask, __ATOMIC_RELEASE);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /// dlopen, dlsym, first use (the pipe found as described below), then READY. `reserved`: two
@@ -61,6 +138,7 @@ static int load(int reserved[2], char *error, size_t capacity) {
         return -1;
     }
     u->pipe_fd[0] = u->pipe_fd[1] = -1;
+    u->masks_redirected = redirect_sigprocmask(handle);
     // libunwind's first use opens a pipe (pipe2, O_NONBLOCK) that every step from a signal frame
     // reads one byte from and writes one byte of the checked memory to (src/x86_64/Ginit.c,
     // write_validate); when the read fails it closes both numbers and opens a new pipe. A process
@@ -147,4 +225,33 @@ void ccr_libunwind_unload(void) {
     u->get_reg = NULL;
     u->pipe_fd[0] = u->pipe_fd[1] = -1;
     u->reserved_fd[0] = u->reserved_fd[1] = -1;
+}
+
+int ccr_test_unwind_masks(int *redirected, int *frames_in_handler, unsigned long *passed_in_handler,
+                          int *steps_plain, unsigned long *passed_plain) {
+    ccr_libunwind *u = &ccr_global.unwind;
+    if (!ccr_libunwind_ready(0)) return -1;
+    *redirected = u->masks_redirected;
+    // As a handler of ours walks: every signal but the crash signals blocked, its mask calls skipped.
+    sigset_t blocked, previous;
+    sigfillset(&blocked);
+    for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigdelset(&blocked, ccr_global.signals[i]);
+    pthread_sigmask(SIG_SETMASK, &blocked, &previous);
+    ucontext_t context;
+    uintptr_t frames[CCR_MAX_FRAMES];
+    int depth = 0, lower_bound = 0;
+    unsigned long before = ccr_unwind_masks_passed();
+    *frames_in_handler = getcontext(&context) == 0
+        ? ccr_unwind_libunwind(&context, frames, CCR_MAX_FRAMES, &depth, &lower_bound, NULL) : -1;
+    *passed_in_handler = ccr_unwind_masks_passed() - before;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    // As a non-fatal report walks: libunwind's mask calls go to libc.
+    unw_cursor_t cursor;
+    *steps_plain = 0;
+    before = ccr_unwind_masks_passed();
+    if (getcontext(&context) == 0 && u->init_local2(&cursor, &context, 0) >= 0) {
+        while (*steps_plain < 256 && u->step(&cursor) > 0) (*steps_plain)++;
+    }
+    *passed_plain = ccr_unwind_masks_passed() - before;
+    return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "ccr_setup.h"
 #include "ccr_state.h"
+#include "../CrashTime/ccr_crashtime.h"
 #include "../CrashTime/ccr_modules_live.h"
 
 #include <sys/auxv.h>
@@ -131,6 +132,8 @@ void ccr_modules_record(void) {
     publish_loader_list();
     ccr_modules_live_sort_install_ranges();
     ccr_modules_live_preformat();
+    ccr_modules_live_prefault();
+    ccr_handler_prefault();
 }
 
 void ccr_modules_prepare_live_walk(void) {

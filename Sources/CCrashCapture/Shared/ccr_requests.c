@@ -7,6 +7,7 @@
 
 #include "CCrashCapture.h"
 #include "ccr_requests.h"
+#include "ccr_state.h"
 
 ccr_request_table ccr_requests;
 
@@ -36,6 +37,9 @@ static uint8_t copy_field(char *destination, size_t capacity, const char *source
 
 int ccr_request_begin(const char *method, size_t method_length, const char *route, size_t route_length,
                       const char *request_id, size_t request_id_length, const char *trace_id, size_t trace_id_length) {
+    if (__builtin_expect(!atomic_load_explicit(&ccr_global.requests_begun, memory_order_relaxed), 0)) {
+        atomic_store_explicit(&ccr_global.requests_begun, 1, memory_order_release);
+    }
     uint32_t start = atomic_fetch_add_explicit(&ccr_requests.next_hint, 1, memory_order_relaxed);
     for (uint32_t probe = 0; probe < CCR_REQUEST_SLOTS; probe++) {
         uint32_t index = (start + probe) % CCR_REQUEST_SLOTS;

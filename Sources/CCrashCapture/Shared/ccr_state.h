@@ -63,6 +63,10 @@ typedef struct ccr_libunwind {
     /// Two descriptors held from install to a deferred load (the lowest free ones then), closed
     /// just before libunwind's first use so that its pipe takes them (-1: none).
     int reserved_fd[2];
+    /// libc's sigprocmask as libunwind's own slot for it held at load, when that slot was pointed
+    /// at ccr_unwind_sigprocmask (Setup/ccr_libunwind.c); NULL when it was not.
+    int (*real_sigprocmask)(int how, const sigset_t *set, sigset_t *old);
+    int masks_redirected;   // 1 when libunwind's slot for sigprocmask is ccr_unwind_sigprocmask
 } ccr_libunwind;
 
 enum {
@@ -115,6 +119,10 @@ typedef struct ccr_state {
 
     int watchdog_fd[2];       // handler writes one byte to [1] when it starts, another when done
     int watchdog_tid;
+
+    // 1 once a request began (Shared/ccr_requests.c): until then a crash does not read the
+    // request table, whose 12 pages would each be a page fault on first touch.
+    atomic_int requests_begun;
 
     // Crash-time fields.
     atomic_int crashing_tid;  // 0 until the first crash claims the handler

@@ -69,6 +69,13 @@ int ccr_libunwind_load_deferred(char *error, size_t error_capacity);
 /// libunwind is ready. For tests that change the loaded libraries "after start's table".
 int ccr_wait_for_deferred_setup(int max_ms);
 
+/// For a test, once libunwind is ready: whether libunwind's slot for sigprocmask was pointed at
+/// ours, then this thread's stack walked twice, as a handler of ours walks it (signals blocked)
+/// and as a non-fatal report does, with how many of libunwind's sigprocmask calls reached libc in
+/// each. -1 when libunwind is not ready.
+int ccr_test_unwind_masks(int *redirected, int *frames_in_handler, unsigned long *passed_in_handler,
+                          int *steps_plain, unsigned long *passed_plain);
+
 /// Installs the crash handlers and everything they need. Returns 0 on success; otherwise a
 /// non-zero code, a message in `error` (NUL-terminated), and nothing left installed.
 /// Not async-signal-safe: allocates, opens files, loads libunwind, creates the watchdog thread.
