@@ -318,6 +318,9 @@ if let delay = ProcessInfo.processInfo.environment["CRASH_FIXTURE_RUN_BEFORE_CRA
 if let count = ProcessInfo.processInfo.environment["CRASH_FIXTURE_IDLE_THREADS"].flatMap(Int32.init) {
     cfs_start_idle_threads(count)   // tools/bench-capture: a process with this many other threads, all started and asleep
 }
+if let route = ProcessInfo.processInfo.environment["CRASH_FIXTURE_REQUEST_IN_FLIGHT"] {
+    _ = CrashReporter.beginRequest(method: "GET", route: route, requestID: "fixture-request-1")   // a request this thread serves
+}
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_PRINT_CRASH_TIME"] == "1" {
     // Read by tools/bench-capture: the moment just before the crash, on the parent's clock.
     FileHandle.standardError.write(Data("crash-at-ns \(monotonicNanoseconds())\n".utf8))

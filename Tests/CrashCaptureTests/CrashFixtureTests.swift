@@ -397,6 +397,18 @@ struct HandlerFailureTests {
         #expect((values["handler-frames"] ?? 0) >= 3 && (values["plain-steps"] ?? 0) >= 3, "\(run.standardOutput)")
     }
 
+    @Test("a request in flight is in the record; with none ever begun, there is no request line", arguments: BuildConfiguration.allCases)
+    func requestsInFlight(_ configuration: BuildConfiguration) throws {
+        // The table is read only once a request began (Decision 0042): both sides of that gate.
+        let serving = try FixtureRun.run("null-pointer-write", configuration, environment: ["CRASH_FIXTURE_REQUEST_IN_FLIGHT": "/orders/:id"])
+        let record = try serving.onlyRecord()
+        #expect(record.requests.count == 1, "\(record.requests)")
+        #expect(record.requests.first?.route == "/orders/:id" && record.requests.first?.requestID == "fixture-request-1")
+        #expect(record.requests.first?.startedOnCrashedThread == true)
+        let idle = try FixtureRun.run("null-pointer-write", configuration)
+        #expect(try idle.onlyRecord().requests.isEmpty)
+    }
+
     @Test("a crash while another thread holds the loader lock does not hang", arguments: BuildConfiguration.allCases)
     func loaderLockHeld(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("loader-lock-held", configuration)
