@@ -88,7 +88,7 @@ int ccr_unwind_frame_pointers(uintptr_t pc, uintptr_t fp, uintptr_t *frames, int
 int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *frames, int max, int *depth);
 
 /// Whether `address` lies in a module of the record's table just after a call instruction
-/// (x86_64; always 0 elsewhere): what a return address looks like. Async-signal-safe.
+/// (x86_64 and aarch64; always 0 elsewhere): what a return address looks like. Async-signal-safe.
 int ccr_looks_like_return_address(uintptr_t address);
 
 /// Scratch memory for ccr_keep_return_addresses (one per collection: a crash and a hang capture

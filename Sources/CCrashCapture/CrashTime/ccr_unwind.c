@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../include/CCrashCapture.h"
 #include "ccr_crashtime.h"
 #include "ccr_modules_live.h"
 
@@ -186,7 +187,9 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
         find_concurrency_module();
 #endif
     }
-    uintptr_t inner_fp = 0;
+#if defined(__x86_64__)
+    uintptr_t inner_fp = 0;   // the frame pointer of the frame inside the current one (async frames)
+#endif
     // No wait here: the crashing thread waited for a deferred load before its module walk, and an
     // answering thread has its frame-pointer walk already.
     if (!ccr_libunwind_ready(0) || u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
@@ -278,6 +281,13 @@ static int read_word(uintptr_t address, uintptr_t *out) {
     return n == (long)sizeof *out ? 0 : -1;
 }
 
+int ccr_aarch64_instruction_is_call(uint32_t instruction) {
+    return (instruction & 0xfc000000u) == 0x94000000u ||   // BL imm26
+           (instruction & 0xfffffc1fu) == 0xd63f0000u ||   // BLR Xn
+           (instruction & 0xfffff81fu) == 0xd63f081fu ||   // BLRAAZ / BLRABZ Xn (pointer authentication)
+           (instruction & 0xfffff800u) == 0xd73f0800u;     // BLRAA / BLRAB Xn, Xm
+}
+
 /// Whether the 8 bytes before a return address end in a call instruction (see below).
 static int ends_in_call(const uint8_t code[8]) {
 #if defined(__x86_64__)
@@ -287,17 +297,34 @@ static int ends_in_call(const uint8_t code[8]) {
         int k = ff_at[i];
         if (code[8 - k] == 0xff && (code[8 - k + 1] & 0x38) == 0x10) return 1;
     }
+    return 0;
+#elif defined(__aarch64__)
+    // The last 4 bytes are the instruction before the return address (little-endian).
+    uint32_t instruction = (uint32_t)code[4] | (uint32_t)code[5] << 8 | (uint32_t)code[6] << 16 | (uint32_t)code[7] << 24;
+    return ccr_aarch64_instruction_is_call(instruction);
 #else
     (void)code;
-#endif
     return 0;
+#endif
+}
+
+/// A stack word as a code address: on aarch64 a return address saved with pointer
+/// authentication carries its signature in the bits above the 48-bit user address space.
+static uintptr_t code_address(uintptr_t word) {
+#if defined(__aarch64__)
+    return word & (((uintptr_t)1 << 48) - 1);
+#else
+    return word;
+#endif
 }
 
 /// Whether `address` is in a module's executable segments and the bytes before it are a call
-/// instruction (x86_64: e8 rel32, or ff /2 in its 2, 3, 4, 6 and 7-byte forms, prefixes aside):
-/// what a return address pushed by a call looks like. Async-signal-safe.
+/// instruction (x86_64: e8 rel32, or ff /2 in its 2, 3, 4, 6 and 7-byte forms, prefixes aside;
+/// aarch64: BL, BLR, BLRAA(Z), BLRAB(Z)): what a return address pushed by a call looks like.
+/// Async-signal-safe.
 int ccr_looks_like_return_address(uintptr_t address) {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
+    address = code_address(address);
     // In a module's executable segments first (a binary search, no system call): most stack
     // words are not, and only the rest cost a read of the bytes before them.
     if (address < 8 || !ccr_modules_text_contains(address)) return 0;
@@ -308,15 +335,16 @@ int ccr_looks_like_return_address(uintptr_t address) {
     return ends_in_call(code);   // code[8 - k] is the byte k before the return address
 #else
     (void)address;
-    return 0;   // aarch64 keeps a leaf's return address in lr, not on the stack
+    return 0;
 #endif
 }
 
 int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch) {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
     int n = 0;
     for (int i = 0; i < count; i++) {
-        if (words[i] >= 8 && ccr_modules_text_contains(words[i])) words[n++] = words[i];
+        uintptr_t address = code_address(words[i]);
+        if (address >= 8 && ccr_modules_text_contains(address)) words[n++] = address;
     }
     if (n > CCR_SCAN_BATCH) n = CCR_SCAN_BATCH;
     for (int i = 0; i < n; i++) {

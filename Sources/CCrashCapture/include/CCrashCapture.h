@@ -69,6 +69,11 @@ int ccr_libunwind_load_deferred(char *error, size_t error_capacity);
 /// libunwind is ready. For tests that change the loaded libraries "after start's table".
 int ccr_wait_for_deferred_setup(int max_ms);
 
+/// Whether an AArch64 instruction word is a call: BL, BLR, or the pointer-authenticating BLRAA,
+/// BLRAAZ, BLRAB, BLRABZ. The stack scan of a thread that blocks the asking signal keeps a word
+/// that follows one. Built on every architecture (tests run it on x86_64); async-signal-safe.
+int ccr_aarch64_instruction_is_call(uint32_t instruction);
+
 /// For a test, once libunwind is ready: whether libunwind's slot for sigprocmask was pointed at
 /// ours, then this thread's stack walked twice, as a handler of ours walks it (signals blocked)
 /// and as a non-fatal report does, with how many of libunwind's sigprocmask calls reached libc in
