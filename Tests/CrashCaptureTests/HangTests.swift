@@ -37,6 +37,22 @@ struct HangTests {
         #expect(text.contains("Hung thread \(worker)"))
     }
 
+    @Test("a SIGABRT that comes while an asked thread walks its stack for a hang report: recorded at once by frame pointers, not left to the watchdog", arguments: BuildConfiguration.allCases)
+    func abortDuringAskedWalk(_ configuration: BuildConfiguration) throws {
+        // The thread's libunwind walk holds libunwind's cache lock when the signal comes (the test
+        // knob sends it from inside that walk); a second walk on the same thread would wait for
+        // that lock until the watchdog ended the process.
+        let run = try FixtureRun.run("hang-then-resume", configuration,
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "abort-during-asked-walk"])
+        #expect(run.terminatedBySignal == SIGABRT, "stderr: \(run.standardError.prefix(800))")
+        let record = try run.onlyRecord()
+        #expect(record.signal?.name == "SIGABRT")
+        #expect(record.watchdog == nil, "the watchdog had to finish the record: \(String(describing: record.watchdog))")
+        #expect(record.stack?.unwinder == "frame-pointer (crash during a libunwind walk)",
+                "\(String(describing: record.stack))")
+        #expect(record.hasEnd && !record.frames.isEmpty)
+    }
+
     @Test("a crash while threads are still in their hang answers: they answer the crash too (the hang capture's memory is its own)")
     func crashDuringHangAnswers() throws {
         let run = try FixtureRun.run("crash-during-hang-answers", .debug,

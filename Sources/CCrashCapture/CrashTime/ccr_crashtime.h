@@ -21,8 +21,21 @@ void *ccr_watchdog_main(void *unused);
 /// makes the record durable: the rest of a record whose handler stalled. Async-signal-safe.
 void ccr_watchdog_finish_record(void);
 
-/// Writes the handler's record buffer and the crash context once, before any crash, so that a
-/// crash takes no page fault on them. Called with the module table; not for crash time.
+/// Brings the pages of [start, start + length) into memory without changing a byte: a
+/// compare-and-swap of each page's first byte with itself (a write access, so the kernel gives the
+/// page now rather than at the first write), safe while a crash that began meanwhile writes them.
+/// For set-up code (the table is made on a background thread after the handlers are installed).
+static inline void ccr_touch_pages(void *start, size_t length) {
+    uintptr_t first = (uintptr_t)start, end = first + length;
+    for (uintptr_t page = first & ~(uintptr_t)4095; page < end; page += 4096) {
+        char *byte = (char *)(page < first ? first : page);
+        char seen = __atomic_load_n(byte, __ATOMIC_RELAXED);
+        __atomic_compare_exchange_n(byte, &seen, seen, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+}
+
+/// Touches the handler's record buffer and the crash context (ccr_touch_pages), so that a crash
+/// takes no page fault on them. Called with the module table; not for crash time.
 void ccr_handler_prefault(void);
 
 /// In a forked child's first crash (getpid() differs from the pid saved at install): gives the

@@ -364,11 +364,10 @@ static void chain_then_end(int signo, siginfo_t *info, void *ucontext) {
 
 void ccr_handler_prefault(void) {
     // The record's buffer and the crash context are first written by a crash: each of their pages
-    // would then be a page fault in the handler (a zeroed page from the kernel). Written once now
-    // instead, before any crash (after one, they are the crash's).
-    if (atomic_load(&ccr_global.crashing_tid) != 0) return;
-    memset(handler_buffer, 0, sizeof handler_buffer);
-    memset(&ccr_global.context, 0, sizeof ccr_global.context);
+    // would then be a page fault in the handler (a zeroed page from the kernel). Touched now, on
+    // the table's thread, without changing a byte: a crash may have begun meanwhile.
+    ccr_touch_pages(handler_buffer, sizeof handler_buffer);
+    ccr_touch_pages(&ccr_global.context, sizeof ccr_global.context);
 }
 
 static void misbehave_for_test(void) {

@@ -415,18 +415,19 @@ void ccr_modules_live_preformat(void) {
 }
 
 void ccr_modules_live_prefault(void) {
-    // What the crash's one read of the list writes (confirm_unchanged_prefix): written once now,
-    // so that the crash does not take a page fault (a fresh zeroed page each) on each first touch.
+    // What the crash's one read of the list writes (confirm_unchanged_prefix) and the ranges it
+    // sorts: touched now (ccr_touch_pages: no byte changed, since a crash that gave up waiting for
+    // this table may be using them), so that the crash takes no page fault on each first touch.
     live_scratch *x = &crash_scratch;
     int nodes = atomic_load_explicit(&ccr_modules_live.node_count, memory_order_acquire);
     if (nodes < 0 || nodes > CCR_MAX_MODULES) return;
-    memset(&x->debug, 0, sizeof x->debug);
-    memset(x->maps, 0, (size_t)nodes * sizeof x->maps[0]);
-    memset(x->build_ids, 0, (size_t)nodes * sizeof x->build_ids[0]);
-    memset(x->batch_local, 0, (size_t)(1 + 2 * nodes) * sizeof x->batch_local[0]);
-    memset(x->batch_remote, 0, (size_t)(1 + 2 * nodes) * sizeof x->batch_remote[0]);
+    ccr_touch_pages(&x->debug, sizeof x->debug);
+    ccr_touch_pages(x->maps, (size_t)nodes * sizeof x->maps[0]);
+    ccr_touch_pages(x->build_ids, (size_t)nodes * sizeof x->build_ids[0]);
+    ccr_touch_pages(x->batch_local, (size_t)(1 + 2 * nodes) * sizeof x->batch_local[0]);
+    ccr_touch_pages(x->batch_remote, (size_t)(1 + 2 * nodes) * sizeof x->batch_remote[0]);
     int count = ccr_global.module_count;
-    if (count > 0 && count <= CCR_MAX_MODULES) memset(x->ranges, 0, (size_t)count * sizeof x->ranges[0]);
+    if (count > 0 && count <= CCR_MAX_MODULES) ccr_touch_pages(x->ranges, (size_t)count * sizeof x->ranges[0]);
 }
 
 int ccr_modules_text_contains(uintptr_t address) {

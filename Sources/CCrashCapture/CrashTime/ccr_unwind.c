@@ -5,6 +5,7 @@
 #include <libunwind.h>
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -102,6 +103,16 @@ static __thread int walking_in_handler __attribute__((tls_model("initial-exec"))
 static __thread unsigned long masks_passed __attribute__((tls_model("initial-exec")));   // this thread's calls that went to libc
 
 int ccr_unwind_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    // test: an asked thread's walk gets SIGABRT at libunwind's second mask call, made while it
+    // holds its cache lock (the first is that lock's); as a SIGABRT sent to the process would
+    static __thread int test_calls __attribute__((tls_model("initial-exec")));
+    if (walking_in_handler == 2 && ccr_global.test_misbehaviour == 11 && ++test_calls == 2) {
+        sigset_t abort_only;   // a process started by a thread that blocks everything inherits that
+        sigemptyset(&abort_only);
+        sigaddset(&abort_only, SIGABRT);
+        pthread_sigmask(SIG_UNBLOCK, &abort_only, NULL);
+        syscall(SYS_tgkill, (long)ccr_getpid(), (long)ccr_gettid(), (long)SIGABRT);
+    }
     if (walking_in_handler) {
         // libunwind gives `old` back as the mask to restore, and that call is skipped too.
         if (old != NULL) sigemptyset(old);
@@ -151,6 +162,10 @@ int ccr_libunwind_ready(int may_wait) {
     return state == CCR_UNWIND_READY;
 }
 
+// Set when a crash came while a walk of ours on the same thread was under way
+// (ccr_unwind_libunwind).
+static volatile sig_atomic_t walk_interrupted;
+
 const char *ccr_libunwind_fallback_reason(void) {
     if (atomic_load_explicit(&ccr_global.unwind.state, memory_order_acquire) != CCR_UNWIND_READY) {
         return "frame-pointer (libunwind not loaded)";
@@ -158,6 +173,7 @@ const char *ccr_libunwind_fallback_reason(void) {
     if (ccr_global.unwind.pipe_fd[0] < 0 && ccr_global.forked_from_pid != 0) {
         return "frame-pointer (libunwind's pipe unknown in a forked child)";
     }
+    if (walk_interrupted) return "frame-pointer (crash during a libunwind walk)";
     return ccr_libunwind_pipe_intact() ? "frame-pointer" : "frame-pointer (libunwind's pipe was replaced)";
 }
 
@@ -165,8 +181,20 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
 
 int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth, int *depth_is_lower_bound, int *step_error) {
     // Called from the crash handler and the asking signal's handler only: both block every
-    // signal but the crash signals while they run (see ccr_unwind_sigprocmask).
-    walking_in_handler = 1;
+    // signal but the crash signals while they run (see ccr_unwind_sigprocmask). A crash signal
+    // can still come in the middle of a walk (a fault, or a SIGABRT sent to the process while an
+    // asked thread walks), and its handler would wait forever for the lock that walk holds:
+    // libunwind is not entered again on this thread, and the caller walks frame pointers.
+    if (walking_in_handler) {
+        *depth = 0;
+        *depth_is_lower_bound = 0;
+        if (step_error) {
+            *step_error = 0;
+            walk_interrupted = 1;
+        }
+        return -1;
+    }
+    walking_in_handler = step_error != NULL ? 1 : 2;   // the crashing thread's walk, or an asked thread's
     int kept = walk(ucontext, frames, max, depth, depth_is_lower_bound, step_error);
     walking_in_handler = 0;
     return kept;
@@ -312,7 +340,11 @@ static int ends_in_call(const uint8_t code[8]) {
 /// authentication carries its signature in the bits above the 48-bit user address space.
 static uintptr_t code_address(uintptr_t word) {
 #if defined(__aarch64__)
-    return word & (((uintptr_t)1 << 48) - 1);
+    // XPACLRI (hint #7: a no-op on cores without pointer authentication) strips the signature
+    // whatever the address size; the mask then clears anything above a 48-bit user address.
+    register uintptr_t lr __asm__("x30") = word;
+    __asm__("hint #7" : "+r"(lr));
+    return lr & (((uintptr_t)1 << 48) - 1);
 #else
     return word;
 #endif
@@ -381,14 +413,14 @@ int ccr_unwind_frame_pointers_from(uintptr_t pc, uintptr_t sp, uintptr_t fp, uin
         if (read_word(sp, &at_sp) == 0 && at_sp != 0 && at_sp != pc &&
             (fp == 0 || read_word(fp + sizeof(uintptr_t), &first_return) != 0 || first_return != at_sp) &&
             ccr_looks_like_return_address(at_sp)) {
-            frames[kept++] = at_sp;
+            frames[kept++] = code_address(at_sp);
         }
     }
     while (kept < max && fp != 0 && (fp & (sizeof(uintptr_t) - 1)) == 0) {
         uintptr_t next_fp = 0, return_address = 0;
         if (read_word(fp, &next_fp) != 0 || read_word(fp + sizeof(uintptr_t), &return_address) != 0) break;
         if (return_address == 0) break;
-        frames[kept++] = return_address;
+        frames[kept++] = code_address(return_address);
         if (next_fp <= fp) break;   // frames grow towards higher addresses; anything else is garbage
         fp = next_fp;
     }

@@ -46,8 +46,41 @@ static uintptr_t dynamic_address(uintptr_t bias, ElfW(Addr) value) {
     return value < bias ? bias + value : value;
 }
 
-/// Points libunwind's own slot for sigprocmask (its PLT entry's, or a GOT entry with -fno-plt) at
-/// ccr_unwind_sigprocmask, which skips the calls while a handler of ours walks a stack (Docs/
+struct relro_search {
+    const struct link_map *map;
+    int found;
+    uintptr_t relro_start, relro_end;
+};
+
+static int find_relro(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    struct relro_search *search = data;
+    const char *name = search->map->l_name != NULL ? search->map->l_name : "";
+    if (info->dlpi_addr != search->map->l_addr || strcmp(info->dlpi_name != NULL ? info->dlpi_name : "", name) != 0) return 0;
+    search->found = 1;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+            search->relro_start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            search->relro_end = search->relro_start + info->dlpi_phdr[i].p_memsz;
+        }
+    }
+    return 1;
+}
+
+/// The slot redirect_sigprocmask changed, to give back if this code is unloaded first.
+static void **redirected_slot;
+
+/// A process that unloads this library (a plugin dlclose'd) while libunwind stays loaded must not
+/// keep libunwind's slot pointing at unmapped code: libc's function goes back in.
+__attribute__((destructor)) static void restore_sigprocmask(void) {
+    if (redirected_slot != NULL && ccr_global.unwind.real_sigprocmask != NULL &&
+        *redirected_slot == (void *)ccr_unwind_sigprocmask) {
+        __atomic_store_n(redirected_slot, (void *)ccr_global.unwind.real_sigprocmask, __ATOMIC_RELEASE);
+    }
+}
+
+/// Points libunwind's own slot for sigprocmask (its PLT entry's; a GOT entry, with -fno-plt, lies
+/// in the read-only range and is refused) at ccr_unwind_sigprocmask, which skips the calls while a handler of ours walks a stack (Docs/
 /// Decisions/0042). Only a slot that holds libc's sigprocmask and lies outside the object's
 /// read-only-after-relocation range is changed; otherwise libunwind is left as it is. Returns 1
 /// when the slot was pointed at the wrapper.
@@ -74,20 +107,12 @@ static int redirect_sigprocmask(void *handle) {
     }
     if (symbols == NULL || names == NULL) return 0;
     if (!plt_is_rela) tables[0] = NULL;
-    // The range the loader makes read-only after relocation (PT_GNU_RELRO): not written to.
-    uintptr_t relro_start = 0, relro_end = 0;
-    ElfW(Ehdr) *header = (ElfW(Ehdr) *)bias;   // a shared object's first page maps its ELF header
-    if (header != NULL && memcmp(header->e_ident, ELFMAG, SELFMAG) == 0) {
-        const ElfW(Phdr) *phdrs = (const ElfW(Phdr) *)(bias + header->e_phoff);
-        for (int i = 0; i < header->e_phnum; i++) {
-            if (phdrs[i].p_type == PT_GNU_RELRO) {
-                relro_start = bias + phdrs[i].p_vaddr;
-                relro_end = relro_start + phdrs[i].p_memsz;
-            }
-        }
-    } else {
-        return 0;
-    }
+    // The range the loader makes read-only after relocation (PT_GNU_RELRO): not written to. The
+    // object's program headers as the loader gives them (its link_map's bias and name).
+    struct relro_search search = {.map = map};
+    dl_iterate_phdr(find_relro, &search);
+    if (!search.found) return 0;
+    uintptr_t relro_start = search.relro_start, relro_end = search.relro_end;
     int (*libc_sigprocmask)(int, const sigset_t *, sigset_t *) = sigprocmask;
     for (int t = 0; t < 2; t++) {
         if (tables[t] == NULL) continue;
@@ -103,6 +128,7 @@ static int redirect_sigprocmask(void *handle) {
             if (*slot == (void *)ccr_unwind_sigprocmask) return 1;   // already (a second load)
             if (*slot != (void *)libc_sigprocmask) return 0;         // someone else's: leave it
             ccr_global.unwind.real_sigprocmask = libc_sigprocmask;
+            redirected_slot = slot;
             __atomic_store_n(slot, (void *)ccr_unwind_sigprocmask, __ATOMIC_RELEASE);
             return 1;
         }

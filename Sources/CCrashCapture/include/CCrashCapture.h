@@ -28,7 +28,8 @@ typedef struct ccr_install_options {
     /// 3 = the crash-time walk of the loader's list fails (the install-time table is written);
     /// 4 = asked threads store their frame-pointer walk but never finish libunwind's; 5 = asked
     /// threads never answer; 9 = libunwind is treated as missing; 10 = the crash-time module walk
-    /// does not use its pipe (reads by process_vm_readv).
+    /// does not use its pipe (reads by process_vm_readv); 11 = an asked thread sends itself SIGABRT
+    /// in the middle of its libunwind walk, while libunwind holds its cache lock.
     int test_misbehaviour;
     /// Other threads listed at a crash, each asked to unwind itself (Docs/Decisions/0010):
     /// at most this many (0: 256, the most; negative: the crashing thread only), ...

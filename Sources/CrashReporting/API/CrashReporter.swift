@@ -359,6 +359,7 @@ public enum CrashReporter {
         case "stale-install-build-ids": return 8
         case "libunwind-missing": return 9
         case "modules-read-without-pipe": return 10
+        case "abort-during-asked-walk": return 11
         default: return 0
         }
     }
