@@ -73,9 +73,9 @@ static void **redirected_slot;
 /// A process that unloads this library (a plugin dlclose'd) while libunwind stays loaded must not
 /// keep libunwind's slot pointing at unmapped code: libc's function goes back in.
 __attribute__((destructor)) static void restore_sigprocmask(void) {
-    if (redirected_slot != NULL && ccr_global.unwind.real_sigprocmask != NULL &&
-        *redirected_slot == (void *)ccr_unwind_sigprocmask) {
-        __atomic_store_n(redirected_slot, (void *)ccr_global.unwind.real_sigprocmask, __ATOMIC_RELEASE);
+    if (redirected_slot != NULL && *redirected_slot == (void *)ccr_unwind_sigprocmask) {
+        int (*libc_sigprocmask)(int, const sigset_t *, sigset_t *) = sigprocmask;
+        __atomic_store_n(redirected_slot, (void *)libc_sigprocmask, __ATOMIC_RELEASE);
     }
 }
 
@@ -127,7 +127,6 @@ static int redirect_sigprocmask(void *handle) {
             if ((uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end) return 0;
             if (*slot == (void *)ccr_unwind_sigprocmask) return 1;   // already (a second load)
             if (*slot != (void *)libc_sigprocmask) return 0;         // someone else's: leave it
-            ccr_global.unwind.real_sigprocmask = libc_sigprocmask;
             redirected_slot = slot;
             __atomic_store_n(slot, (void *)ccr_unwind_sigprocmask, __ATOMIC_RELEASE);
             return 1;

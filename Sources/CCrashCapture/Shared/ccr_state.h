@@ -63,10 +63,9 @@ typedef struct ccr_libunwind {
     /// Two descriptors held from install to a deferred load (the lowest free ones then), closed
     /// just before libunwind's first use so that its pipe takes them (-1: none).
     int reserved_fd[2];
-    /// libc's sigprocmask as libunwind's own slot for it held at load, when that slot was pointed
-    /// at ccr_unwind_sigprocmask (Setup/ccr_libunwind.c); NULL when it was not.
-    int (*real_sigprocmask)(int how, const sigset_t *set, sigset_t *old);
-    int masks_redirected;   // 1 when libunwind's slot for sigprocmask is ccr_unwind_sigprocmask
+    /// 1 when libunwind's own slot for sigprocmask was pointed at ccr_unwind_sigprocmask at load
+    /// (Setup/ccr_libunwind.c: only a slot that held libc's sigprocmask).
+    int masks_redirected;
 } ccr_libunwind;
 
 enum {
