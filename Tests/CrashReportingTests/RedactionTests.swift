@@ -67,7 +67,7 @@ struct RedactionTests {
             "session_token": .string(hummingbirdID),
             "correlation_id": .string("password=hunter2"),
         ]
-        let redacted = PayloadRedaction.redactObject(object) { Redactor.seed000.redact($0) }
+        let redacted = PayloadRedaction.redactObject(object) { Redactor.seed000.redactNoting($0) }
         #expect(redacted["request_id"] == .string(hummingbirdID))
         #expect(redacted["hb.request.id"] == .string(hummingbirdID))
         #expect(redacted["trace_id"] == .string("4bf92f3577b34da6a3ce929d0e0e4736"))
@@ -212,6 +212,17 @@ extension RedactionTests {
             return rule
         })
         #expect(Redactor.seed000Rules.count(where: { $0.hint != nil }) == Redactor.seed000Rules.count)
+        let texts = try Self.hintEdgeTexts()
+        #expect(texts.count > 3000)
+        for text in texts {
+            let hinted = Redactor.seed000.redact(text)
+            #expect(hinted == unhinted.redact(text), "\(text)")
+        }
+    }
+
+    /// Both corpora, and texts at the edges of the shapes the hints read, as written, upper-cased
+    /// and labelled.
+    static func hintEdgeTexts() throws -> [String] {
         let leaks = try LeakCorpusTests.load()
         var texts = Self.corpus.map(\.text) + leaks.leaks.map(\.text) + leaks.split.flatMap(\.breadcrumbs) + leaks.benign.map(\.text)
         // At the edges of the shapes the hints read (Decision 0038): each passes or just misses one.
@@ -226,10 +237,44 @@ extension RedactionTests {
                   "-4111111111111111", "(4111111111111111)", "x4111 1111 1111 1111", "x1234 4111 1111 1111 1111", "x1234-4111-1111-1111-1111",
                   "4111 1111 1111 1111", "12 4111111111111111", "a 4111-1111-1111-1111 b", "3782 822463 10005", "x3782 822463 10005 9"]
         texts += texts.map { $0.uppercased() } + texts.map { "key=" + $0 }
-        #expect(texts.count > 3000)
-        for text in texts {
-            let hinted = Redactor.seed000.redact(text)
-            #expect(hinted == unhinted.redact(text), "\(text)")
+        return texts
+    }
+
+    @Test("a keyed value whose labelled form no rule's hints admit is not redacted again alone: the same output as with that pass forced, on both corpora")
+    func labelledSkipIsSound() throws {
+        let texts = try Self.hintEdgeTexts()
+        var skipped = 0
+        for key in ["note", "password", "lat", "hb.request.id", "Mr", "build_id"] {
+            for text in texts {
+                var calls = 0
+                let noted = PayloadRedaction.redact(.string(text), key: key) { calls += 1; return Redactor.seed000.redactNoting($0) }
+                let forced = PayloadRedaction.redact(.string(text), key: key) { text in
+                    var redacted = Redactor.seed000.redactNoting(text)
+                    redacted.ruleAdmitted = true
+                    return redacted
+                }
+                #expect(noted == forced, "\(key)=\(text)")
+                if calls == 1 { skipped += 1 }
+            }
+        }
+        #expect(skipped > 1000, "most corpus texts are admitted by some rule; the benign ones and the edges are not")
+        // A 64 KiB body no rule admits: one redaction, of "key=body", not a second of the body alone.
+        let body = String(repeating: #"{"sku":"SKU-12","quantity":3,"note":"gift wrap, deliver after 6pm"},"#, count: 1000)
+        var seen: [String] = []
+        let result = PayloadRedaction.redact(.string(body), key: "last_request_body") { seen.append($0); return Redactor.seed000.redactNoting($0) }
+        #expect(result == .string(body))
+        #expect(seen == ["last_request_body=" + body])
+    }
+
+    @Test("UTF-16 to text as the standard library does it: ASCII, two and three bytes, private use, pairs and lone surrogates")
+    func utf16ToString() {
+        let samples: [[UInt16]] = [
+            [], Array("plain ascii 0123".utf16), Array("café ñ ü".utf16), Array("日本語 テキスト".utf16), [0xF8F0, 0xF8E1, 0xF8F1, 0x41],
+            Array("emoji 😀 pair".utf16), [0x41, 0xD83D], [0xDE00, 0x41], [0xD83D, 0x41, 0xDE00], [0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0xE000, 0xD7FF],
+        ]
+        for units in samples {
+            #expect(Redactor.string(utf16: units) == String(decoding: units, as: UTF16.self), "\(units)")
+            #expect(Redactor.string(utf16: units[...]) == String(decoding: units, as: UTF16.self), "\(units)")
         }
     }
 

@@ -25,7 +25,7 @@ struct LimitsStage: PayloadStage {
 struct RedactStage: PayloadStage {
     let memo: RedactionMemo
     var name: String { "redact" }
-    func run(_ payload: inout DiagnosticsPayload) throws(StageRefusal) { memo.redactor.apply(to: &payload, redact: memo.redact) }
+    func run(_ payload: inout DiagnosticsPayload) throws(StageRefusal) { memo.redactor.apply(to: &payload, noting: memo.redactNoting) }
 }
 
 /// The seed 000 verifier over the final payload: a payload it still flags is not sent.
@@ -64,7 +64,7 @@ enum PayloadStages {
     }
 
     /// `RedactStage`: the seed 000 redactor over every free text, each distinct text once.
-    public func redact(_ payload: inout DiagnosticsPayload) { memo.redactor.apply(to: &payload, redact: memo.redact) }
+    public func redact(_ payload: inout DiagnosticsPayload) { memo.redactor.apply(to: &payload, noting: memo.redactNoting) }
 
     /// `VerifyStage`'s check: how many findings it would refuse the payload for.
     /// `readingBytes` false: through Foundation's JSON tree, as before Decision 0040.

@@ -4,6 +4,7 @@
 import CrashReportModel
 import Foundation
 import Glibc
+import Synchronization
 
 enum PayloadRedaction {
     /// Subtrees the verifier skips: what the handler and symbolication wrote (addresses,
@@ -29,8 +30,9 @@ enum PayloadRedaction {
         "fullname", "firstname", "lastname", "room", "classroom", "invoice", "udid", "deviceid", "fcm", "ssn",
     ]
 
-    static func isSensitiveKey(_ key: String) -> Bool {
-        let folded = foldedKey(key)
+    static func isSensitiveKey(_ key: String) -> Bool { facts(ofKey: key).sensitive }
+
+    private static func isSensitive(folded: String) -> Bool {
         if ["lat", "lng", "lon", "gps", "location", "child", "parent", "teacher", "name", "ip", "ipaddress"].contains(folded) { return true }
         // strstr, not Foundation's `contains` (a locale-aware search per word, the pass's main cost once).
         return folded.withCString { text in sensitiveKeyWordsC.contains { word in word.withUnsafeBufferPointer { strstr(text, $0.baseAddress!) != nil } } }
@@ -49,6 +51,25 @@ enum PayloadRedaction {
 
     private static let sensitiveKeyWordsC: [[CChar]] = sensitiveKeyWords.map { Array($0.utf8CString) }
 
+    /// What a key says about its values. Payloads repeat a few keys thousands of times (every
+    /// breadcrumb's "route", "status", "hb.request.id"), and folding a key and searching it for
+    /// 36 words took ~1 µs, about a tenth of a pass's redaction: short keys are remembered, at
+    /// most 1024 of them for the process.
+    struct KeyFacts {
+        let sensitive: Bool
+        let correlation: Bool
+    }
+    private static let keyFacts = Mutex<[String: KeyFacts]>([:])
+
+    static func facts(ofKey key: String) -> KeyFacts {
+        let remembered = key.utf8.count <= 64
+        if remembered, let known = keyFacts.withLock({ $0[key] }) { return known }
+        let folded = foldedKey(key)
+        let facts = KeyFacts(sensitive: isSensitive(folded: folded), correlation: correlationKeys.contains(folded))
+        if remembered { keyFacts.withLock { if $0.count < 1024 { $0[key] = facts } } }
+        return facts
+    }
+
     /// Keys whose values join a report to a server's logs and traces: a request id (Hummingbird's
     /// `hb.request.id`, 32 hex digits, reads like a token to the patterns), a trace or span id.
     static let correlationKeys: Set<String> = ["requestid", "hbrequestid", "xrequestid", "traceid", "spanid", "correlationid"]
@@ -56,23 +77,28 @@ enum PayloadRedaction {
     /// A correlation id kept as it is: under one of `correlationKeys`, and nothing but hex digits
     /// and dashes (ids and UUIDs), so a secret put there by mistake is still redacted.
     static func isCorrelationID(_ text: String, key: String) -> Bool {
-        guard (8...64).contains(text.utf8.count), correlationKeys.contains(foldedKey(key)) else { return false }
+        guard (8...64).contains(text.utf8.count), facts(ofKey: key).correlation else { return false }
         return text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || OutgoingCheck.isASCIIHexDigit($0) }
     }
 
     /// A labelled value: the patterns see "key=value", so rules that need the label fire; a
     /// sensitive key replaces what they leave; numbers under location keys go too.
-    static func redact(_ value: JSONValue, key: String?, _ redact: (String) -> String) -> JSONValue {
+    static func redact(_ value: JSONValue, key: String?, _ redact: (String) -> Redactor.Redacted) -> JSONValue {
         switch value {
         case .string(let text):
-            guard let key, !text.isEmpty else { return .string(redact(text)) }
+            guard let key, !text.isEmpty else { return .string(redact(text).text) }
             if isCorrelationID(text, key: key) { return value }
             let labelled = key + "=" + text
-            let result = redact(labelled)
+            let redacted = redact(labelled)
+            let result = redacted.text
             if result != labelled {
                 return .string(result.hasPrefix(key + "=") ? String(result.dropFirst(key.count + 1)) : result)
             }
-            let plain = redact(text)
+            // When no rule's hints admitted "key=text", none admits the text alone: every fact a
+            // hint reads (length, digits, words, runs, shapes) is at least as large with the label
+            // before it, whose "=" ends every run. The text then comes out as it went in, and a
+            // large body is not scanned twice.
+            let plain = redacted.ruleAdmitted ? redact(text).text : text
             if plain == text && isSensitiveKey(key) && !text.hasPrefix("[") { return .string("[REDACTED]") }
             return .string(plain)
         case .int, .double:
@@ -89,9 +115,10 @@ enum PayloadRedaction {
     }
 
     /// Keys are redacted too: an email used as a dictionary key is still an email.
-    static func redactObject(_ object: [String: JSONValue], _ redact: (String) -> String) -> [String: JSONValue] {
+    static func redactObject(_ object: [String: JSONValue], _ redact: (String) -> Redactor.Redacted) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
-        for (key, value) in object { result[redact(key)] = self.redact(value, key: key, redact) }
+        result.reserveCapacity(object.count)
+        for (key, value) in object { result[redact(key).text] = self.redact(value, key: key, redact) }
         return result
     }
 }
@@ -101,7 +128,7 @@ enum PayloadRedaction {
 final class RedactionMemo {
     let redactor: Redactor
     private let verifier: RedactionVerifier?
-    private var redacted: [String: String] = [:]
+    private var redacted: [String: Redactor.Redacted] = [:]
     private var clean: Set<String> = []
     /// Whether the last `findings(in:)` read the payload's bytes (tests).
     private(set) var lastReadBytes = false
@@ -137,9 +164,11 @@ final class RedactionMemo {
         self.verifier = verifier
     }
 
-    func redact(_ text: String) -> String {
+    func redact(_ text: String) -> String { redactNoting(text).text }
+
+    func redactNoting(_ text: String) -> Redactor.Redacted {
         if let known = redacted[text] { return known }
-        let result = redactor.redact(text)
+        let result = redactor.redactNoting(text)
         if redacted.count > 50_000 { redacted.removeAll() }
         redacted[text] = result
         return result
@@ -262,13 +291,14 @@ extension Redactor {
     /// Redacts every free text of `payload`: log messages and metadata, network error URLs and
     /// messages, crash and error messages, error userInfo, custom data, key values, the user id.
     public func apply(to payload: inout DiagnosticsPayload) {
-        apply(to: &payload, redact: redact)
+        apply(to: &payload, noting: redactNoting)
     }
 
-    func apply(to payload: inout DiagnosticsPayload, redact: (String) -> String) {
+    func apply(to payload: inout DiagnosticsPayload, noting: (String) -> Redacted) {
+        func redact(_ text: String) -> String { noting(text).text }
         for index in payload.logs.indices {
             payload.logs[index].message = redact(payload.logs[index].message)
-            payload.logs[index].metadata = payload.logs[index].metadata.map { PayloadRedaction.redactObject($0, redact) }
+            payload.logs[index].metadata = payload.logs[index].metadata.map { PayloadRedaction.redactObject($0, noting) }
         }
         for index in payload.network_errors.indices {
             // Identifiers and query values by the URL rule, then the text rules over the whole
@@ -281,13 +311,13 @@ extension Redactor {
             payload.crash_reports[index].exception_message = redact(payload.crash_reports[index].exception_message)
             if var error = payload.crash_reports[index].error {
                 error.message = redact(error.message)
-                error.user_info = PayloadRedaction.redact(error.user_info, key: nil, redact)
-                error.underlying = error.underlying.map { PayloadRedaction.redact($0, key: nil, redact) }
+                error.user_info = PayloadRedaction.redact(error.user_info, key: nil, noting)
+                error.underlying = error.underlying.map { PayloadRedaction.redact($0, key: nil, noting) }
                 payload.crash_reports[index].error = error
             }
         }
-        payload.custom_data = PayloadRedaction.redactObject(payload.custom_data, redact)
-        payload.custom_keys = PayloadRedaction.redactObject(payload.custom_keys, redact)
+        payload.custom_data = PayloadRedaction.redactObject(payload.custom_data, noting)
+        payload.custom_keys = PayloadRedaction.redactObject(payload.custom_keys, noting)
         payload.user_id = payload.user_id.map(redact)
         for index in payload.screenshots.indices {
             payload.screenshots[index].screen_name = redact(payload.screenshots[index].screen_name)

@@ -352,6 +352,28 @@ extension Redactor {
                 var index = 0
                 while index < count {
                     let byte = bytes[index]
+                    if byte &- 97 <= 25 {
+                        // A run of letters at once (most of a text): per letter, only the hex and
+                        // alphanumeric runs change, and two letters then two digits can only end it.
+                        var end = index, lastNotHex = -1
+                        while end < count, bytes[end] &- 97 <= 25 {
+                            if bytes[end] &- 97 > 5 { lastNotHex = end }
+                            end += 1
+                        }
+                        if lastNotHex >= 0 {
+                            hexRun = end - 1 - lastNotHex; runColons = 0; runSeparators = 0
+                            runNotHex = true
+                        } else {
+                            hexRun += end - index
+                        }
+                        alphanumericRun += end - index
+                        longestAlphanumericRun = max(longestAlphanumericRun, alphanumericRun)
+                        if runNotHex { longestNotHexRun = max(longestNotHexRun, alphanumericRun) }
+                        if !lettersThenDigits, end - index >= 2, isDigit(end), isDigit(end + 1) { lettersThenDigits = true }
+                        digitRun = 0
+                        index = end
+                        continue
+                    }
                     let digit = byte &- 48 <= 9
                     if isHex(byte) {
                         hexRun += 1
@@ -537,19 +559,29 @@ extension Redactor {
         return opaque
     }
 
-    public func redact(_ text: String) -> String {
-        guard !text.isEmpty else { return text }
+    public func redact(_ text: String) -> String { redactNoting(text).text }
+
+    /// A text's redaction, and whether any rule's hints let it look at the text at all.
+    struct Redacted {
+        var text: String
+        var ruleAdmitted: Bool
+    }
+
+    func redactNoting(_ text: String) -> Redacted {
+        guard !text.isEmpty else { return Redacted(text: text, ruleAdmitted: false) }
         var current = text
         var replacements: [[UInt16]] = []
+        var admitted = false
         let facts = TextFacts(text)
         for entry in compiled {
             if let gate = entry.gate, facts?.admits(gate) == false { continue }
+            admitted = true
             current = Self.apply(entry, to: current, replacements: &replacements)
         }
-        guard !replacements.isEmpty else { return current }
+        guard !replacements.isEmpty else { return Redacted(text: current, ruleAdmitted: admitted) }
         var out: [UInt16] = []
         Self.restore(Array(current.utf16), replacements, below: replacements.count, into: &out)
-        return String(decoding: out, as: UTF16.self)
+        return Redacted(text: Self.string(utf16: out), ruleAdmitted: admitted)
     }
 
     // Each replacement is parked behind a placeholder of private-use characters (not \w, not digits)
@@ -572,7 +604,7 @@ extension Redactor {
                 guard index < match.numberOfRanges else { return nil }
                 let range = match.range(at: index)
                 guard range.location != NSNotFound else { return nil }
-                return String(decoding: units[range.location..<NSMaxRange(range)], as: UTF16.self)
+                return string(utf16: units[range.location..<NSMaxRange(range)])
             }
             let replacement: String?
             if let transform = entry.rule.transform {
@@ -596,7 +628,39 @@ extension Redactor {
         }
         guard last > 0 else { return text }
         out.append(contentsOf: units[last...])
-        return String(decoding: out, as: UTF16.self)
+        return string(utf16: out)
+    }
+
+    /// `String(decoding:as: UTF16.self)`, written as UTF-8 directly when no unit is a surrogate:
+    /// the standard library's generic path took ~80 ns a unit, most of a matched text's cost
+    /// (the placeholders make the text non-ASCII). Surrogates (pairs, or lone ones to repair)
+    /// take the standard path.
+    static func string<Units: Collection<UInt16>>(utf16 units: Units) -> String {
+        guard !units.isEmpty else { return "" }
+        var surrogate = false
+        let text = String(unsafeUninitializedCapacity: units.count * 3) { buffer in
+            var count = 0
+            for unit in units {
+                if unit < 0x80 {
+                    buffer[count] = UInt8(truncatingIfNeeded: unit)
+                    count += 1
+                } else if unit < 0x800 {
+                    buffer[count] = 0xC0 | UInt8(truncatingIfNeeded: unit >> 6)
+                    buffer[count + 1] = 0x80 | UInt8(truncatingIfNeeded: unit & 0x3F)
+                    count += 2
+                } else if unit & 0xF800 == 0xD800 {
+                    surrogate = true
+                    return 0
+                } else {
+                    buffer[count] = 0xE0 | UInt8(truncatingIfNeeded: unit >> 12)
+                    buffer[count + 1] = 0x80 | UInt8(truncatingIfNeeded: (unit >> 6) & 0x3F)
+                    buffer[count + 2] = 0x80 | UInt8(truncatingIfNeeded: unit & 0x3F)
+                    count += 3
+                }
+            }
+            return count
+        }
+        return surrogate ? String(decoding: units, as: UTF16.self) : text
     }
 
     /// A replacement may hold earlier placeholders (a rule's match can span one); `below` stops cycles.
@@ -1017,6 +1081,9 @@ struct HintWords: Sendable {
     /// Per first two bytes, where their words start in `ordered` (-1: none); `ordered` is sorted by them.
     private let start: [Int32]
     private let ordered: [(key: Int, number: Int)]
+    /// One bit per first two bytes that start a word: 8 KiB that stay in the cache, read at every
+    /// position before the 256 KiB `start` table, which is read only where a word may start.
+    private let bigrams: [UInt64]
 
     init(_ list: [String]) {
         var seen: [String: Int] = [:]
@@ -1035,7 +1102,12 @@ struct HintWords: Sendable {
         }
         ordered.sort { $0.key < $1.key }
         var start = [Int32](repeating: -1, count: 65_536)
-        for (index, entry) in ordered.enumerated().reversed() { start[entry.key] = Int32(index) }
+        var bigrams = [UInt64](repeating: 0, count: 65_536 / 64)
+        for (index, entry) in ordered.enumerated().reversed() {
+            start[entry.key] = Int32(index)
+            bigrams[entry.key >> 6] |= 1 << UInt64(entry.key & 63)
+        }
+        self.bigrams = bigrams
         self.single = single
         self.start = start
         self.ordered = ordered
@@ -1054,22 +1126,25 @@ struct HintWords: Sendable {
     func find(in text: [UInt8]) -> Mask {
         var found = Mask()
         text.withUnsafeBufferPointer { text in
-            for index in 0..<text.count {
-                let first = text[index]
-                let one = single[Int(first)]
-                if one >= 0 { found.insert(Int(one)) }
-                guard index + 1 < text.count else { break }
-                let key = Int(first) << 8 | Int(text[index + 1])
-                var entry = Int(start[key])
-                guard entry >= 0 else { continue }
-                while entry < ordered.count, ordered[entry].key == key {
-                    let word = words[ordered[entry].number]
-                    if word.count <= text.count - index {
-                        var same = true
-                        for offset in 2..<max(2, word.count) where text[index + offset] != word[offset] { same = false; break }
-                        if same { found.insert(ordered[entry].number) }
+            bigrams.withUnsafeBufferPointer { bigrams in
+                for index in 0..<text.count {
+                    let first = text[index]
+                    let one = single[Int(first)]
+                    if one >= 0 { found.insert(Int(one)) }
+                    guard index + 1 < text.count else { break }
+                    let key = Int(first) << 8 | Int(text[index + 1])
+                    guard bigrams[key >> 6] & (1 << UInt64(key & 63)) != 0 else { continue }
+                    var entry = Int(start[key])
+                    guard entry >= 0 else { continue }
+                    while entry < ordered.count, ordered[entry].key == key {
+                        let word = words[ordered[entry].number]
+                        if word.count <= text.count - index {
+                            var same = true
+                            for offset in 2..<max(2, word.count) where text[index + offset] != word[offset] { same = false; break }
+                            if same { found.insert(ordered[entry].number) }
+                        }
+                        entry += 1
                     }
-                    entry += 1
                 }
             }
         }
