@@ -312,6 +312,22 @@ extension RedactionTests {
         }
         #expect(flagged > 1000, "\(flagged)")   // the raw samples: the comparison covers findings, not only their absence
     }
+
+    @Test("the verify stage reads a value alone only when a check's hint admits it as key=value: nothing it skips holds a finding, on both corpora")
+    func verifierLabelledSkipIsSound() throws {
+        let verifier = RedactionVerifier()
+        let texts = try Self.hintEdgeTexts()
+        var skipped = 0, flagged = 0
+        for key in ["note", "password", "lat", "hb.request.id", "Mr", "build_id"] {
+            for text in texts where !verifier.findingsNoting(in: key + "=" + text).admitted {
+                skipped += 1
+                let alone = verifier.findings(in: text)
+                #expect(alone.isEmpty, "\(key)=\(text): \(alone)")
+            }
+        }
+        for text in texts where !verifier.findings(in: text).isEmpty { flagged += 1 }
+        #expect(skipped > 1000 && flagged > 1000, "\(skipped) skipped, \(flagged) flagged")
+    }
 }
 
 /// The verify stage reads the encoded payload's bytes (Decision 0040); it must find what the

@@ -129,7 +129,8 @@ final class RedactionMemo {
     let redactor: Redactor
     private let verifier: RedactionVerifier?
     private var redacted: [String: Redactor.Redacted] = [:]
-    private var clean: Set<String> = []
+    /// Texts the verifier found nothing in, and whether a check's hint let it read them at all.
+    private var clean: [String: Bool] = [:]
     /// Whether the last `findings(in:)` read the payload's bytes (tests).
     private(set) var lastReadBytes = false
     /// The last payload encoded in this pass, its JSON and gzip: the verify stage encodes a
@@ -181,15 +182,29 @@ final class RedactionMemo {
     func findings(in payload: DiagnosticsPayload, readingBytes: Bool = true) -> [RedactionVerifier.Finding] {
         guard let verifier, let data = try? json(payload) else { return [] }
         var found: [RedactionVerifier.Finding] = []
-        func check(_ text: String) {
-            guard !clean.contains(text) else { return }
-            let hits = verifier.findings(in: text)
-            if hits.isEmpty { clean.insert(text) } else { found += hits }
+        /// Whether a check's hint admitted the text.
+        @discardableResult func check(_ text: String) -> Bool {
+            if let admitted = clean[text] { return admitted }
+            let result = verifier.findingsNoting(in: text)
+            if result.findings.isEmpty { clean[text] = result.admitted } else { found += result.findings }
+            return result.admitted
+        }
+        // A value alone, then as "key=value". When no check's hint admits "key=value", none admits
+        // the value alone (see `PayloadRedaction.redact`), so it is not read again; the findings
+        // keep their order.
+        func check(_ text: String, key: String?) {
+            guard let key else { check(text); return }
+            let mark = found.count
+            guard check(key + "=" + text) else { return }
+            let labelled = found[mark...]
+            found.removeSubrange(mark...)
+            check(text)
+            found += labelled
         }
         // The encoded payload's bytes, read as JSONSerialization would (Decision 0040); anything
         // the reader cannot vouch for, and the payload is read through Foundation's tree instead.
         let read: Bool = readingBytes && data.withUnsafeBytes { bytes in
-            var walk = VerifyWalk(json: JSONBytes(bytes), check: check)
+            var walk = VerifyWalk(json: JSONBytes(bytes), check: { check($0) }, checkValue: check)
             do {
                 walk.json.skipSpace()
                 guard walk.json.peek() == UInt8(ascii: "{") else { return false }
@@ -224,8 +239,7 @@ final class RedactionMemo {
                     path.removeLast()
                 }
             case let text as String:
-                check(text)
-                if let key { check(key + "=" + text) }
+                check(text, key: key)
             case let number as NSNumber:
                 if let key { check(key + "=" + number.stringValue) }   // "lat=37.7749"
             default:
@@ -244,11 +258,14 @@ final class RedactionMemo {
 struct VerifyWalk {
     var json: JSONBytes
     let check: (String) -> Void
+    /// A string value, with its key when that is not an array index: checked alone and as "key=value".
+    let checkValue: (String, String?) -> Void
     private var path: [String] = []
 
-    init(json: JSONBytes, check: @escaping (String) -> Void) {
+    init(json: JSONBytes, check: @escaping (String) -> Void, checkValue: @escaping (String, String?) -> Void) {
         self.json = json
         self.check = check
+        self.checkValue = checkValue
     }
 
     mutating func value(depth: Int) throws {
@@ -275,9 +292,7 @@ struct VerifyWalk {
                 index += 1
             } while try json.another(UInt8(ascii: "]"))
         case UInt8(ascii: "\""):
-            let text = try json.string()
-            check(text)
-            if let key { check(key + "=" + text) }
+            checkValue(try json.string(), key)
         case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
             // JSONSerialization gives a boolean as an NSNumber, null as NSNull (not read).
             if let bool = try json.literal(), let key { check(key + "=" + NSNumber(value: bool).stringValue) }

@@ -82,7 +82,19 @@ public struct RedactionVerifier: Sendable {
         }
     }
 
+    /// The findings, and whether any check's hint let it read the text (false: no check ran).
+    func findingsNoting(in text: String) -> (findings: [Finding], admitted: Bool) {
+        var admitted = false
+        let found = findings(in: text, path: nil, admitted: &admitted)
+        return (found, admitted)
+    }
+
     private func findings(in text: String, path: String?) -> [Finding] {
+        var admitted = false
+        return findings(in: text, path: path, admitted: &admitted)
+    }
+
+    private func findings(in text: String, path: String?, admitted anyAdmitted: inout Bool) -> [Finding] {
         guard !text.isEmpty else { return [] }
         // ASCII text is read once for the seed hints (Decision 0038); other text meets every check.
         let facts = usesHints ? Redactor.TextFacts(text) : nil
@@ -96,6 +108,7 @@ public struct RedactionVerifier: Sendable {
             admitted.append(index)
         }
         guard !admitted.isEmpty || !extraChecks.isEmpty else { return [] }
+        anyAdmitted = true
         let ns = text as NSString
         let length = ns.length
         var hits: [(rule: String, range: NSRange)] = []
