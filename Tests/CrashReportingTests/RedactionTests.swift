@@ -201,6 +201,16 @@ extension RedactionTests {
         let custom = Redactor(rules: [.init(name: "broken", pattern: "(", template: ""), .init(name: "fine", pattern: "x", template: "y")])
         #expect(custom.rejectedRuleNames == ["broken"] && custom.compiledRuleCount == 1)
     }
+
+    @Test("the verifier's checks compile at first use too: none before a text needs one, and every one compiles")
+    func verifierChecksCompileAtFirstUse() {
+        let fresh = RedactionVerifier.freshDefaultChecks()
+        #expect(fresh.compiled() == 0)
+        #expect(fresh.compileAll().isEmpty)
+        #expect(fresh.compiled() == RedactionVerifier.defaultCheckCount)
+        // Known names are compiled as the verifier is made, and still found.
+        #expect(RedactionVerifier(knownNames: ["Tommy Smith"]).findings(in: "picked up by Tommy Smith").map(\.rule) == ["known-names"])
+    }
 }
 
 extension RedactionTests {

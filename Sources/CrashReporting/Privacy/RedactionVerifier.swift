@@ -15,14 +15,38 @@ public struct RedactionVerifier: Sendable {
         public var description: String { "\(rule)\(path.map { " at \($0)" } ?? ""): \(excerpt)" }
     }
 
-    private struct Check: Sendable {
+    /// A check's expression is compiled the first time a text passes its hint, as the redactor's
+    /// rules are: compiling all 45 at a process's first check cost ~50 ms of CPU, most of the
+    /// launch's first upload pass in a Hummingbird server (perf, 15 launches).
+    /// Guarded by an NSLock for the reason `Redactor.Compiled` gives.
+    private final class Check: @unchecked Sendable {
         let name: String
-        let expression: NSRegularExpression
+        let pattern: String
         /// Whether a match really is unredacted data; gets the groups and the text just after the match.
         let accept: (@Sendable (_ groups: [String?], _ following: String) -> Bool)?
         /// The seed rule's hint, when this check's pattern is that rule's own (same name, same
         /// pattern): what the pattern cannot match without holds for the check as for the rule.
         let gate: Redactor.Gate?
+        private let lock = NSLock()
+        private var stored: NSRegularExpression?
+        private var refused = false
+
+        init(name: String, pattern: String, accept: (@Sendable ([String?], String) -> Bool)?, gate: Redactor.Gate?) {
+            (self.name, self.pattern, self.accept, self.gate) = (name, pattern, accept, gate)
+        }
+
+        var isCompiled: Bool { lock.withLock { stored != nil } }
+
+        /// Nil only for a pattern that does not compile (RedactionTests compile every default one).
+        var expression: NSRegularExpression? {
+            lock.withLock {
+                if stored == nil && !refused {
+                    stored = try? NSRegularExpression(pattern: pattern, options: [.caseInsensitive])
+                    refused = stored == nil
+                }
+                return stored
+            }
+        }
     }
 
     /// The known-names check, if any; the default checks are compiled once per process, at the
@@ -41,7 +65,8 @@ public struct RedactionVerifier: Sendable {
     init(knownNames: [String], usesHints: Bool) {
         self.knownNames = knownNames
         self.usesHints = usesHints
-        extraChecks = PIIPatterns.knownNames(knownNames).map { Self.compile([("known-names", $0, nil)]) } ?? []
+        // Compiled now: a name list that makes no expression is dropped here, as before.
+        extraChecks = PIIPatterns.knownNames(knownNames).map { Self.compile([("known-names", $0, nil)]) }?.filter { $0.expression != nil } ?? []
     }
 
     public func findings(in text: String) -> [Finding] {
@@ -113,7 +138,8 @@ public struct RedactionVerifier: Sendable {
         let length = ns.length
         var hits: [(rule: String, range: NSRange)] = []
         for check in admitted.map({ Self.defaultChecks[$0] }) + extraChecks {
-            for match in check.expression.matches(in: text, options: [], range: NSRange(location: 0, length: length)) {
+            guard let expression = check.expression else { continue }
+            for match in expression.matches(in: text, options: [], range: NSRange(location: 0, length: length)) {
                 if let accept = check.accept {
                     let groups = (0..<match.numberOfRanges).map { index -> String? in
                         let range = match.range(at: index)
@@ -180,23 +206,24 @@ public struct RedactionVerifier: Sendable {
     }
 
     private static func compile(_ list: [(String, String, (@Sendable ([String?], String) -> Bool)?)]) -> [Check] {
-        list.compactMap { name, pattern, accept in
-            guard let expression = try? NSRegularExpression(pattern: pattern, options: [.caseInsensitive]) else {
-                assertionFailure("verifier pattern \(name) does not compile")
-                return nil
-            }
+        list.map { name, pattern, accept in
             let seedRule = Redactor.seed000RuleList.first { $0.name == name }
             var gate = seedRule?.pattern == pattern ? Redactor.seedHints[name]?.gate
                 : ownHintWords[pattern].map { Redactor.Hint($0).resolved(in: Redactor.hintWords).gate }
             // Its acceptance refuses hex: a text whose long runs are all hex cannot be flagged.
             if name == "long-token", pattern == P.longToken { gate?.shape = .alphanumericRunNotHex(32) }
-            return Check(name: name, expression: expression, accept: accept, gate: gate)
+            return Check(name: name, pattern: pattern, accept: accept, gate: gate)
         }
     }
 
     /// How many default checks have a hint, and how many there are (tests).
     static var hintedCheckCount: Int { defaultChecks.count(where: { $0.gate != nil }) }
     static var defaultCheckCount: Int { defaultChecks.count }
+    /// The default checks, made anew (tests: none is compiled before a text needs it; every one compiles).
+    static func freshDefaultChecks() -> (compiled: () -> Int, compileAll: () -> [String]) {
+        let checks = makeDefaultChecks()
+        return ({ checks.count(where: \.isCompiled) }, { checks.filter { $0.expression == nil }.map(\.name) })
+    }
     /// The default checks' hints, by position (compiling the checks on first use).
     private static let defaultGates: [Redactor.Gate?] = defaultChecks.map(\.gate)
 
@@ -206,7 +233,9 @@ public struct RedactionVerifier: Sendable {
     static let basicPattern = #"\bBasic\s+[A-Za-z0-9+/]{8,}={0,2}"#
     static let ownHintWords: [String: [String]] = [bearerPattern: ["bearer"], basicPattern: ["basic"]]
 
-    private static let defaultChecks: [Check] = compile([
+    private static let defaultChecks: [Check] = makeDefaultChecks()
+
+    private static func makeDefaultChecks() -> [Check] { compile([
         ("email", P.email, nil),
         ("url-credentials", P.urlCredentials, { groups, _ in groups[3] != "[REDACTED]" }),
         ("password", P.labelledPattern(labels: P.passwordLabels, value: P.passwordValue, quoted: P.anyQuoted, after: P.keywordStart),
@@ -258,5 +287,5 @@ public struct RedactionVerifier: Sendable {
 
         ("room-labelled", P.labelledPattern(labels: P.roomLabels, value: P.roomValue), nil),
         ("room", P.room, nil),
-    ])
+    ]) }
 }
