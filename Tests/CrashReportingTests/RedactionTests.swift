@@ -288,6 +288,17 @@ extension RedactionTests {
         }
     }
 
+    @Test("what a key says is the same in any order: canonically equal keys whose bytes differ are not shared (review, 2026-11-27)")
+    func keyFactsAreNotShared() {
+        let plain = "mypasswor\u{1E0B}"          // "ḋ" as one character: no "password" in its bytes
+        let sensitive = "mypassword\u{307}"      // "d" and a combining dot: "password" in its bytes
+        #expect(plain == sensitive, "Swift compares them by canonical equivalence")
+        #expect(!PayloadRedaction.isSensitiveKey(plain))
+        #expect(PayloadRedaction.isSensitiveKey(sensitive))
+        let redacted = PayloadRedaction.redact(.string("hunter2"), key: sensitive) { Redactor.seed000.redactNoting($0) }
+        #expect(redacted == .string("[REDACTED]"))
+    }
+
     @Test("a key folds byte by byte as it did by Character: ASCII keys of every byte, and others")
     func foldedKeys() {
         var keys = ["X-Request-ID", "hb.request.id", "trace_id", "Ünïcode_Kéy", "lat", "ÄBC", "a1_B2", "", "ﬁle", "İd", "ＡＢ１"]

@@ -4,7 +4,6 @@
 import CrashReportModel
 import Foundation
 import Glibc
-import Synchronization
 
 enum PayloadRedaction {
     /// Subtrees the verifier skips: what the handler and symbolication wrote (addresses,
@@ -53,20 +52,27 @@ enum PayloadRedaction {
 
     /// What a key says about its values. Payloads repeat a few keys thousands of times (every
     /// breadcrumb's "route", "status", "hb.request.id"), and folding a key and searching it for
-    /// 36 words took ~1 µs, about a tenth of a pass's redaction: short keys are remembered, at
-    /// most 1024 of them for the process.
+    /// 36 words took ~1 µs, about a tenth of a pass's redaction: short ASCII keys are remembered,
+    /// at most 1024 of them for the process. Only ASCII: Swift's string equality is canonical
+    /// equivalence, so "…passwor" + "ḋ" and "…password" + U+0307 would share one entry, while the
+    /// word search reads bytes and finds "password" in only one of them.
+    /// Guarded by an NSLock for the reason `Redactor.Compiled` gives.
     struct KeyFacts {
         let sensitive: Bool
         let correlation: Bool
     }
-    private static let keyFacts = Mutex<[String: KeyFacts]>([:])
+    private final class KeyFactsTable: @unchecked Sendable {
+        let lock = NSLock()
+        var facts: [String: KeyFacts] = [:]
+    }
+    private static let keyFacts = KeyFactsTable()
 
     static func facts(ofKey key: String) -> KeyFacts {
-        let remembered = key.utf8.count <= 64
-        if remembered, let known = keyFacts.withLock({ $0[key] }) { return known }
+        let remembered = key.utf8.count <= 64 && key.utf8.allSatisfy { $0 < 128 }
+        if remembered, let known = keyFacts.lock.withLock({ keyFacts.facts[key] }) { return known }
         let folded = foldedKey(key)
         let facts = KeyFacts(sensitive: isSensitive(folded: folded), correlation: correlationKeys.contains(folded))
-        if remembered { keyFacts.withLock { if $0.count < 1024 { $0[key] = facts } } }
+        if remembered { keyFacts.lock.withLock { if keyFacts.facts.count < 1024 { keyFacts.facts[key] = facts } } }
         return facts
     }
 
