@@ -73,4 +73,24 @@ struct MetadataTests {
         let json = String(decoding: try JSONEncoder().encode(host), as: UTF8.self)
         #expect(json.contains(#""device_identifier""#) && json.contains(#""total_memory_mb""#))
     }
+
+    @Test("cgroup files: a number with white space around it, and where the memory hierarchies are mounted")
+    func cgroupParsing() {
+        #expect(MemoryCgroup.number("268435456\n") == 268_435_456)
+        #expect(MemoryCgroup.number(" 42 \t") == 42)
+        #expect(MemoryCgroup.number("max\n") == nil)
+        #expect(MemoryCgroup.number("\n") == nil && MemoryCgroup.number("") == nil)
+        let hybrid = """
+        25 30 0:22 / /sys rw,nosuid shared:7 - sysfs sysfs rw
+        31 25 0:26 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
+        35 25 0:30 / /sys/fs/cgroup/memory rw,nosuid shared:15 master:3 - cgroup cgroup rw,memory
+        36 25 0:31 / /sys/fs/cgroup/cpu\\040x rw shared:16 - cgroup cgroup rw,cpu,cpuacct
+        40 25 0:35 / - rw - tmpfs tmpfs rw
+        """
+        let found = MemoryCgroup.memoryMounts(mountinfo: hybrid)
+        #expect(found.v1 == "/sys/fs/cgroup/memory" && found.v2 == "/sys/fs/cgroup/unified")
+        let unified = MemoryCgroup.memoryMounts(mountinfo: "28 22 0:25 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")
+        #expect(unified.v1 == nil && unified.v2 == "/sys/fs/cgroup")
+        #expect(MemoryCgroup.memoryMounts(mountinfo: "garbage\n1 2 3\n").v2 == nil)
+    }
 }
