@@ -71,10 +71,16 @@ extension HostMetadata {
     /// view cost ~1.5 ms of CPU at a launch's first use (runtime conformance look-ups in a large
     /// binary; perf of 15 launches of the release Hummingbird example). These files hold ASCII.
     static func read(_ path: String) -> String? {
-        guard let data = try? readFile(path) else { return nil }
+        guard let data = try? readFile(path), let kept = asciiTrimmed(data) else { return nil }
+        return String(decoding: data[kept], as: UTF8.self)
+    }
+
+    /// Where `bytes` holds something besides ASCII white space (space, tab, newline, vertical
+    /// tab, form feed, carriage return); nil when blank.
+    static func asciiTrimmed<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> ClosedRange<Bytes.Index>? {
         let isSpace = { (byte: UInt8) in byte == 32 || (9...13).contains(byte) }
-        guard let first = data.firstIndex(where: { !isSpace($0) }), let last = data.lastIndex(where: { !isSpace($0) }) else { return nil }
-        return String(decoding: data[first...last], as: UTF8.self)
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return nil }
+        return first...last
     }
 
     private static func osRelease() -> [String: String] {

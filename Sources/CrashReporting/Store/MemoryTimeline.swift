@@ -36,10 +36,7 @@ struct MemoryCgroup: Equatable {
 
     /// The number a cgroup or /proc file holds, ASCII white space around it ignored.
     static func number(_ text: Substring) -> Int? {
-        let isSpace = { (byte: UInt8) in byte == 32 || (9...13).contains(byte) }
-        let bytes = text.utf8
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return nil }
-        return Int(text[first...last])
+        HostMetadata.asciiTrimmed(text.utf8).flatMap { Int(text[$0]) }
     }
 
     static func current() -> MemoryCgroup? {
