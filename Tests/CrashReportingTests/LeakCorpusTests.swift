@@ -154,6 +154,22 @@ struct LeakCorpusTests {
         #expect(left.isEmpty, "left: \(left)")
     }
 
+    /// The leaks that decomposed (NFD) spell with other scalars, decomposed, secrets and all.
+    static let decomposedLeaks: [Leak] = leaks.compactMap { leak in
+        let text = leak.text.decomposedStringWithCanonicalMapping
+        guard !text.unicodeScalars.elementsEqual(leak.text.unicodeScalars) else { return nil }
+        return Leak(category: leak.category, where: leak.where, key: leak.key, text: text,
+                    secrets: leak.secrets.map(\.decomposedStringWithCanonicalMapping))
+    }
+
+    @Test("nothing of the leak corpus leaves the process written decomposed (NFD) either", arguments: decomposedLeaks)
+    func decomposedLeakCorpus(_ sample: Leak) throws {
+        // Compared composed, in case a stage composed what it kept.
+        let strings = try Self.sent(where: sample.where, key: sample.key, texts: [sample.text]).map(\.precomposedStringWithCanonicalMapping)
+        let left = Self.leaked(sample.secrets.map(\.precomposedStringWithCanonicalMapping), in: strings, category: sample.category)
+        #expect(left.isEmpty, "left: \(left)")
+    }
+
     @Test("secrets split over neighbouring breadcrumbs do not leave either", arguments: splits)
     func splitCorpus(_ sample: Split) throws {
         let strings = try Self.sent(where: "message", key: nil, texts: sample.breadcrumbs)

@@ -409,3 +409,69 @@ struct VerifyWalkTests {
         Self.agree(payload, "shapes")
     }
 }
+
+extension RedactionTests {
+    /// Corpus texts that decomposed (NFD) spell with other scalars: accented names, addresses,
+    /// full-width and other-script text.
+    static let decomposable: [String] = {
+        let leaks = LeakCorpusTests.corpus
+        let texts = corpus.map(\.text) + (leaks?.leaks.map(\.text) ?? []) + (leaks?.split.flatMap(\.breadcrumbs) ?? [])
+            + (leaks?.benign.map(\.text) ?? [])
+        return texts.filter { !$0.decomposedStringWithCanonicalMapping.unicodeScalars.elementsEqual($0.unicodeScalars) }
+    }()
+
+    @Test("decomposed text (NFD) is redacted and checked as its composed twin, on both corpora", arguments: decomposable)
+    func decomposedCorpus(_ text: String) {
+        let nfd = text.decomposedStringWithCanonicalMapping
+        let composed = Redactor.seed000.redact(text)
+        #expect(Array(Redactor.seed000.redact(nfd).unicodeScalars) == Array(composed.unicodeScalars))
+        let verifier = RedactionVerifier()
+        #expect(verifier.findings(in: nfd).map(\.rule) == verifier.findings(in: text).map(\.rule))
+        #expect(verifier.findings(in: Redactor.seed000.redact(nfd)).isEmpty)
+    }
+
+    @Test("a name with accents goes whole however it is spelled: composed, decomposed, or a letter with no composed form")
+    func decomposedNames() throws {
+        #expect(Self.decomposable.count >= 30)
+        let texts = [("Mr. Émile Zola called", ["Émile", "Zola"]), ("daughter: Mia García enrolled", ["Mia", "García", "a enrolled"]),
+                     ("children: Lucas Dubois, Chloé Dubois", ["Chloé", "Dubois"]), ("Check-out by parent for kid: Leo Müller", ["Müller"]),
+                     ("Ms Ångström signed", ["Ångström"]),
+                     // "a" with a cedilla and "n" with a diaeresis have no composed form: marks stay marks.
+                     ("Mr. Ma\u{327}rquez Lopez called", ["rquez", "Lopez"]), ("teacher: Mr. N\u{308}oel Smith", ["oel", "Smith"])]
+        for (text, secrets) in texts {
+            for form in [text, text.decomposedStringWithCanonicalMapping] {
+                let redacted = Redactor.seed000.redact(form)
+                for secret in secrets {
+                    for spelled in [secret, secret.decomposedStringWithCanonicalMapping] {
+                        #expect(redacted.range(of: spelled, options: .literal) == nil, "\(spelled) left in \(redacted)")
+                    }
+                }
+                // No mark is left behind a placeholder: the mark belonged to a name.
+                #expect(!redacted.unicodeScalars.contains { $0.properties.generalCategory == .nonspacingMark }, "\(redacted)")
+                #expect(RedactionVerifier().findings(in: redacted).isEmpty, "\(redacted)")
+                #expect(!RedactionVerifier().findings(in: form).isEmpty, "\(form)")
+            }
+        }
+        // Known names match in either spelling, given in either.
+        for name in ["Émile Zola", "Émile Zola".decomposedStringWithCanonicalMapping] {
+            let redactor = Redactor.seed000.addingKnownNames([name])
+            let verifier = RedactionVerifier(knownNames: [name])
+            for form in ["picked up by émile zola", "picked up by émile zola".decomposedStringWithCanonicalMapping] {
+                #expect(redactor.redact(form) == "picked up by [NAME_REDACTED]", "\(form)")
+                #expect(verifier.findings(in: form).map(\.rule).contains("known-names"), "\(form)")
+            }
+        }
+    }
+
+    @Test("one pass's memos give a text and its canonical twin the same answer, whichever comes first")
+    func memoCanonicalTwins() {
+        let composed = "note: Mr. Émile Zola called"
+        let decomposed = composed.decomposedStringWithCanonicalMapping
+        for order in [[composed, decomposed], [decomposed, composed]] {
+            let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+            let answers = order.map { memo.redact($0) }
+            #expect(answers.allSatisfy { !$0.contains("Zola") && !$0.contains("mile") }, "\(answers)")
+            #expect(Array(answers[0].unicodeScalars) == Array(answers[1].unicodeScalars))
+        }
+    }
+}

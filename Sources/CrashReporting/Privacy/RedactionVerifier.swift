@@ -121,8 +121,10 @@ public struct RedactionVerifier: Sendable {
 
     private func findings(in text: String, path: String?, admitted anyAdmitted: inout Bool) -> [Finding] {
         guard !text.isEmpty else { return [] }
-        // ASCII text is read once for the seed hints (Decision 0038); other text meets every check.
+        // ASCII text is read once for the seed hints (Decision 0038); other text meets every check,
+        // composed as the redactor reads it.
         let facts = usesHints ? Redactor.TextFacts(text) : nil
+        let text = facts == nil ? Redactor.composed(text) : text
         // The default checks whose hint lets the text through, then the known-names one. Hints are
         // read from their own array of plain values: a check is copied (its expression and
         // closure retained) only when it runs.

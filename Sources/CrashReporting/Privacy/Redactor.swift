@@ -569,10 +569,11 @@ extension Redactor {
 
     func redactNoting(_ text: String) -> Redacted {
         guard !text.isEmpty else { return Redacted(text: text, ruleAdmitted: false) }
-        var current = text
+        // Facts are read from ASCII text only, which is already composed; other text is composed.
+        let facts = TextFacts(text)
+        var current = facts == nil ? Self.composed(text) : text
         var replacements: [[UInt16]] = []
         var admitted = false
-        let facts = TextFacts(text)
         for entry in compiled {
             if let gate = entry.gate, facts?.admits(gate) == false { continue }
             admitted = true
@@ -582,6 +583,16 @@ extension Redactor {
         var out: [UInt16] = []
         Self.restore(Array(current.utf16), replacements, below: replacements.count, into: &out)
         return Redacted(text: Self.string(utf16: out), ruleAdmitted: admitted)
+    }
+
+    /// The text as the patterns read it: composed (NFC). In decomposed text (NFD, as macOS file
+    /// names and some keyboards and databases give it) "García" is "Garci", U+0301, "a", and a
+    /// pattern's `\p{L}` stops at the mark: "Mr. Émile Zola" went out whole and "Mia García" as
+    /// "[CHILD_REDACTED]́a". Composed, a text and its canonical twins are read alike, so the
+    /// memos keyed by `String` (whose equality is canonical) give each of them the same answer.
+    /// ASCII text is already composed and is not copied.
+    static func composed(_ text: String) -> String {
+        text.utf8.allSatisfy { $0 < 128 } ? text : text.precomposedStringWithCanonicalMapping
     }
 
     // Each replacement is parked behind a placeholder of private-use characters (not \w, not digits)
@@ -771,11 +782,11 @@ enum PIIPatterns {
     /// Whole words, longest first (so "Tommy Smith" wins over "Tommy"), the words joined as in a URL or an
     /// identifier ("tommy_smith", "Tommy%20Smith"); nil without names.
     static func knownNames(_ names: [String]) -> String? {
-        let words = names.map { $0.split(whereSeparator: \.isWhitespace).map { NSRegularExpression.escapedPattern(for: String($0)) } }
+        let words = names.map { Redactor.composed($0).split(whereSeparator: \.isWhitespace).map { NSRegularExpression.escapedPattern(for: String($0)) } }
             .filter { !$0.isEmpty }
         guard !words.isEmpty else { return nil }
         let alternatives = words.sorted { $0.joined().count > $1.joined().count }.map { $0.joined(separator: #"(?:[\s_.+-]|%20)+"#) }
-        return #"(?<![\p{L}\p{N}_])(?:"# + alternatives.joined(separator: "|") + #")(?![\p{L}\p{N}_])"#
+        return #"(?<![\p{L}\p{N}_])(?:"# + alternatives.joined(separator: "|") + #")(?![\p{L}\p{M}\p{N}_])"#
     }
 
     /// Labels with a name suffix ("child_name", "parentFullName"): their value is a name whatever its case.
@@ -785,7 +796,7 @@ enum PIIPatterns {
 
     // MARK: values
 
-    private static let nameWord = #"\p{Lu}[\p{L}'’-]*\.?"#
+    private static let nameWord = #"\p{Lu}[\p{L}\p{M}'’-]*\.?"#
     private static let particles = #"(?:de|del|della|da|di|van|von|der|den|la|le|du|bin|al|y)"#
     /// Capitalised words, optionally after an honorific: "Tommy Smith", "Ms. Johnson", "Maria de la Cruz".
     static let personName = #"(?-i:(?:(?:Mrs|Mr|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+)?"# + nameWord
@@ -794,10 +805,10 @@ enum PIIPatterns {
     static let personNames = personName + #"(?:[ \t]*(?:,|&|\band\b)[ \t]*"# + personName + #")*"#
     static let quotedName = (double: #"(?-i:\p{Lu}[^"\n]{0,80})"#, single: #"(?-i:\p{Lu}[^'\n]{0,80})"#)
     /// A field named "…name" holds a name whatever its case: "tommy_smith", "Emma%20Johnson".
-    static let nameFieldValue = #"\p{L}[\w'’.+%-]*(?:[ \t]+(?-i:\p{Lu})[\p{L}'’-]*){0,3}"#
-    static let honorificName = #"(?<![\p{L}])(?-i:(?:Mrs|Mr|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+\p{Lu}[\p{L}'’-]+"#
-        + #"(?:[ \t]+\p{Lu}[\p{L}'’-]+)?)"#
-    static let roomValue = #"[\p{L}\p{N}][\p{L}\p{N}'’-]*(?:[ \t]+(?-i:\p{Lu})[\p{L}\p{N}'’-]*){0,3}"#
+    static let nameFieldValue = #"\p{L}[\w'’.+%-]*(?:[ \t]+(?-i:\p{Lu})[\p{L}\p{M}'’-]*){0,3}"#
+    static let honorificName = #"(?<![\p{L}])(?-i:(?:Mrs|Mr|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+\p{Lu}[\p{L}\p{M}'’-]+"#
+        + #"(?:[ \t]+\p{Lu}[\p{L}\p{M}'’-]+)?)"#
+    static let roomValue = #"[\p{L}\p{N}][\p{L}\p{M}\p{N}'’-]*(?:[ \t]+(?-i:\p{Lu})[\p{L}\p{M}\p{N}'’-]*){0,3}"#
     /// "Room 101", "room #12", "Rm. 4", "Classroom B", "Room Bumblebees", "Class 3B"; a bare "Class" takes only
     /// a number or a letter ("Class NSObject" is Swift).
     static let room = #"(?<![\p{L}\p{N}])(?:"# + [
