@@ -133,11 +133,10 @@ struct Ingest: Sendable {
         do {
             let json = try inflated(raw, contentEncoding: contentEncoding, limits: .diagnosticsUpload)
             // Scoped to the token: another token's key is another key. A repeat (same token, same
-            // key, same JSON) gets the first answer; the same key with another body is a 409.
+            // key, same JSON) gets the first answer; the same key with another body is a 409. The
+            // store answers both from its write (`IngestOutcome.duplicate`): a separate look-up
+            // first cost every upload a second trip to the database for the rare repeat's sake.
             key = idempotencyKey.flatMap { $0.isEmpty ? nil : Idempotency(token: token, key: $0, body: json) }
-            if let key, let first = try await store.answer(forIdempotencyKey: key.storedKey) {
-                return key.answer(repeating: first)
-            }
             try UploadLimits.diagnosticsUpload.check(json)
             let decoded = try PayloadDecoding.decoded(json)
             payload = decoded.payload

@@ -8,6 +8,8 @@ import GRDB
 
 public final class SQLiteStore: Store {
     private let writer: any DatabaseWriter
+    /// Uploads waiting for the next write (Decision 0044).
+    private let ingestQueue = IngestQueue()
 
     /// Opens or creates the database at `path` (":memory:" for a throw-away one) and migrates it.
     public init(path: String) throws {
@@ -155,15 +157,53 @@ public final class SQLiteStore: Store {
         try db.query("SELECT answer FROM uploads WHERE idempotency_key = ?1", [key]) { $0[0] as String }.first
     }
 
+    /// Uploads that arrive while another is being written are written together in the next
+    /// transaction, each in its own savepoint, so that one write lock, one commit and one hop to
+    /// GRDB's writer serve them all (Decision 0044). The answer still comes after the commit.
     public func ingest(_ record: IngestRecord) async throws -> IngestOutcome {
-        do {
-            // One IMMEDIATE transaction (GRDB's kind for a write): the write lock is taken up front, so
-            // the idempotency check and the insert cannot be overtaken by another writer between them.
-            return try await writer.write { db in try Self.insert(record, db) }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            // Another process sharing the file stored the same key between our check and insert.
-            if let key = record.idempotencyKey, let first = try await answer(forIdempotencyKey: key) { return .duplicate(answer: first) }
-            throw error
+        try await withCheckedThrowingContinuation { continuation in
+            guard ingestQueue.add(record, continuation) else { return }
+            Task { await drainIngestQueue() }
+        }
+    }
+
+    /// Writes what the queue holds, a batch at a time, until it is empty.
+    private func drainIngestQueue() async {
+        while let batch = ingestQueue.next() {
+            do {
+                let outcomes = try await ingest(batch: batch.map(\.record))
+                for (waiting, outcome) in zip(batch, outcomes) { waiting.continuation.resume(with: outcome) }
+            } catch {
+                for waiting in batch { waiting.continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// Stores the records in one IMMEDIATE transaction (GRDB's kind for a write: the write lock is
+    /// taken up front, so an idempotency check and its insert cannot be overtaken by another
+    /// writer), each in a savepoint: a record that fails is undone alone and gets its error, and
+    /// the others are stored. A later record repeating an earlier one's key is its duplicate.
+    func ingest(batch records: [IngestRecord]) async throws -> [Result<IngestOutcome, any Error>] {
+        try await writer.write { db in
+            records.map { record in
+                var outcome = IngestOutcome.stored
+                do {
+                    try db.inSavepoint {
+                        outcome = try Self.insert(record, db)
+                        return .commit
+                    }
+                    return .success(outcome)
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    // The key stored by another process sharing the file (a write from before this
+                    // transaction): its answer. Otherwise the error.
+                    if let key = record.idempotencyKey, let first = try? Self.answer(forIdempotencyKey: key, db) {
+                        return .success(.duplicate(answer: first))
+                    }
+                    return .failure(error)
+                } catch {
+                    return .failure(error)
+                }
+            }
         }
     }
 
@@ -484,4 +524,42 @@ private func storableArguments(_ values: [(any DatabaseValueConvertible)?]) -> S
         if let text = value as? String { return storableText(text) }
         return value
     })
+}
+
+/// The uploads waiting to be written, and whether a writer is draining them. The first upload to
+/// find no writer becomes it (`add` answers true); the writer takes up to `batchLimit` at a time
+/// and stops when it finds the queue empty, under the same lock, so none is left waiting.
+final class IngestQueue: @unchecked Sendable {
+    struct Waiting {
+        let record: IngestRecord
+        let continuation: CheckedContinuation<IngestOutcome, any Error>
+    }
+    /// At most this many uploads a transaction: a batch's answers wait for its commit.
+    static let batchLimit = 64
+    private let lock = NSLock()
+    private var waiting: [Waiting] = []
+    private var draining = false
+
+    /// Queues an upload; true when the caller is to start the writer.
+    func add(_ record: IngestRecord, _ continuation: CheckedContinuation<IngestOutcome, any Error>) -> Bool {
+        lock.withLock {
+            waiting.append(Waiting(record: record, continuation: continuation))
+            guard !draining else { return false }
+            draining = true
+            return true
+        }
+    }
+
+    /// The next batch; nil (and no writer) when nothing waits.
+    func next() -> [Waiting]? {
+        lock.withLock {
+            guard !waiting.isEmpty else {
+                draining = false
+                return nil
+            }
+            let batch = Array(waiting.prefix(Self.batchLimit))
+            waiting.removeFirst(batch.count)
+            return batch
+        }
+    }
 }
