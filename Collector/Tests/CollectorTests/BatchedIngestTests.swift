@@ -15,25 +15,41 @@ import Testing
 
     @Test func oneBatchIsEachRecordAsIfWrittenAlone() async throws {
         try await withScratchFile { path in
+            // A record whose session is "boom" fails at its last statement, after its upload and
+            // reports rows are written: only its savepoint's rollback takes them away again.
+            await (try SQLiteStore(path: path)).close()
+            let setup = try DatabaseQueue(path: path)
+            try await setup.write { db in
+                try db.execute(sql: """
+                    CREATE TRIGGER boom BEFORE INSERT ON sessions WHEN NEW.session_id = 'boom'
+                    BEGIN SELECT RAISE(ABORT, 'boom'); END
+                    """)
+            }
+            try setup.close()
             let store = try SQLiteStore(path: path)
             let payload = try Fixtures.samplePayload()
+            var failing = payload
+            failing.test_run_id = "boom"
             let reportsEach = payload.crash_reports.count
             let outcomes = try await store.ingest(batch: [
                 try Self.record(payload, id: "diag_a", key: "k1", answer: "{\"a\":1}"),
                 try Self.record(payload, id: "diag_b", key: "k2", answer: "{\"b\":1}"),
                 try Self.record(payload, id: "diag_c", key: "k1", answer: "{\"c\":1}"),   // repeats a's key
-                try Self.record(payload, id: "diag_a", key: "k3", answer: "{\"d\":1}"),   // a's diagnostics id: fails
+                try Self.record(payload, id: "diag_a", key: "k3", answer: "{\"d\":1}"),   // a's diagnostics id: fails at once
+                try Self.record(failing, id: "diag_f", key: "k4", answer: "{\"f\":1}"),   // fails at its last statement
                 try Self.record(payload, id: "diag_e", key: nil, answer: "{\"e\":1}"),
             ])
-            #expect(outcomes.count == 5)
+            #expect(outcomes.count == 6)
             #expect(try outcomes[0].get() == .stored)
             #expect(try outcomes[1].get() == .stored)
             #expect(try outcomes[2].get() == .duplicate(answer: "{\"a\":1}"))
             #expect(throws: DatabaseError.self) { try outcomes[3].get() }
-            #expect(try outcomes[4].get() == .stored)
+            #expect(throws: DatabaseError.self) { try outcomes[4].get() }
+            #expect(try outcomes[5].get() == .stored)
             #expect(try await store.answer(forIdempotencyKey: "k1") == "{\"a\":1}")
             #expect(try await store.answer(forIdempotencyKey: "k2") == "{\"b\":1}")
             #expect(try await store.answer(forIdempotencyKey: "k3") == nil, "the failed record left nothing")
+            #expect(try await store.answer(forIdempotencyKey: "k4") == nil, "the failed record left nothing")
             await store.close()
             let queue = try DatabaseQueue(path: path)
             let counts = try await queue.read { db in
@@ -48,7 +64,8 @@ import Testing
         }
     }
 
-    @Test func everyConcurrentUploadIsAnsweredAndStoredOnce() async throws {
+    // A continuation never resumed would hang: the time limit makes that a failure.
+    @Test(.timeLimit(.minutes(2))) func everyConcurrentUploadIsAnsweredAndStoredOnce() async throws {
         try await withScratchFile { path in
             let store = try SQLiteStore(path: path)
             let payload = try Fixtures.samplePayload()

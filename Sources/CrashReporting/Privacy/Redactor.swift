@@ -579,7 +579,8 @@ extension Redactor {
             admitted = true
             current = Self.apply(entry, to: current, replacements: &replacements)
         }
-        guard !replacements.isEmpty else { return Redacted(text: current, ruleAdmitted: admitted) }
+        // Nothing replaced: the text as it came, not its composed copy (a report keeps its bytes).
+        guard !replacements.isEmpty else { return Redacted(text: text, ruleAdmitted: admitted) }
         var out: [UInt16] = []
         Self.restore(Array(current.utf16), replacements, below: replacements.count, into: &out)
         return Redacted(text: Self.string(utf16: out), ruleAdmitted: admitted)
@@ -591,8 +592,21 @@ extension Redactor {
     /// "[CHILD_REDACTED]́a". Composed, a text and its canonical twins are read alike, so the
     /// memos keyed by `String` (whose equality is canonical) give each of them the same answer.
     /// ASCII text is already composed and is not copied.
+    ///
+    /// Three compositions are undone: "=", "<" and ">" with U+0338 compose into "≠", "≮" and
+    /// "≯", which would hide a label's separator ("password=" U+0338 "hunter2" read as
+    /// "password≠hunter2": review, 2026-11-28). Those three are kept decomposed in either
+    /// spelling, so canonical twins are still read alike.
     static func composed(_ text: String) -> String {
-        text.utf8.allSatisfy { $0 < 128 } ? text : text.precomposedStringWithCanonicalMapping
+        guard !text.utf8.allSatisfy({ $0 < 128 }) else { return text }
+        let composed = text.precomposedStringWithCanonicalMapping
+        let separators: [Unicode.Scalar: Unicode.Scalar] = ["\u{2260}": "=", "\u{226E}": "<", "\u{226F}": ">"]
+        guard composed.unicodeScalars.contains(where: { separators[$0] != nil }) else { return composed }
+        var scalars = String.UnicodeScalarView()
+        for scalar in composed.unicodeScalars {
+            if let base = separators[scalar] { scalars.append(base); scalars.append("\u{338}") } else { scalars.append(scalar) }
+        }
+        return String(scalars)
     }
 
     // Each replacement is parked behind a placeholder of private-use characters (not \w, not digits)
@@ -786,7 +800,7 @@ enum PIIPatterns {
             .filter { !$0.isEmpty }
         guard !words.isEmpty else { return nil }
         let alternatives = words.sorted { $0.joined().count > $1.joined().count }.map { $0.joined(separator: #"(?:[\s_.+-]|%20)+"#) }
-        return #"(?<![\p{L}\p{N}_])(?:"# + alternatives.joined(separator: "|") + #")(?![\p{L}\p{M}\p{N}_])"#
+        return #"(?<![\p{L}\p{N}_])(?:"# + alternatives.joined(separator: "|") + #")(?![\p{L}\p{N}_])"#
     }
 
     /// Labels with a name suffix ("child_name", "parentFullName"): their value is a name whatever its case.
