@@ -93,6 +93,18 @@ import Testing
         }
     }
 
+    /// What every bound text goes through (U+0000 to U+FFFD), searched with memchr.
+    @Test func storableTextReplacesEveryNULWhereverItIs() {
+        #expect(storableText("") == "")
+        #expect(storableText("plain text, no NUL") == "plain text, no NUL")
+        #expect(storableText("\u{0}a\u{0}b\u{0}") == "\u{FFFD}a\u{FFFD}b\u{FFFD}")
+        #expect(storableText("é\u{0}") == "é\u{FFFD}")   // small (inline) strings
+        let long = String(repeating: "x", count: 100_000) + "\u{0}"
+        #expect(storableText(long) == String(repeating: "x", count: 100_000) + "\u{FFFD}")
+        #expect(storableText(String("ab\u{0}cd".dropFirst())) == "b\u{FFFD}cd")
+        #expect(storableText(NSString(string: "bridged\u{0}") as String) == "bridged\u{FFFD}")
+    }
+
     private func withScratchFile(_ body: (String) async throws -> Void) async throws {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("collector-batch-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
