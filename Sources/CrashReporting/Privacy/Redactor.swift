@@ -600,13 +600,22 @@ extension Redactor {
     static func composed(_ text: String) -> String {
         guard !text.utf8.allSatisfy({ $0 < 128 }) else { return text }
         let composed = text.precomposedStringWithCanonicalMapping
-        let separators: [Unicode.Scalar: Unicode.Scalar] = ["\u{2260}": "=", "\u{226E}": "<", "\u{226F}": ">"]
-        guard composed.unicodeScalars.contains(where: { separators[$0] != nil }) else { return composed }
+        guard composed.unicodeScalars.contains(where: { separatorBase($0) != nil }) else { return composed }
         var scalars = String.UnicodeScalarView()
         for scalar in composed.unicodeScalars {
-            if let base = separators[scalar] { scalars.append(base); scalars.append("\u{338}") } else { scalars.append(scalar) }
+            if let base = separatorBase(scalar) { scalars.append(base); scalars.append("\u{338}") } else { scalars.append(scalar) }
         }
         return String(scalars)
+    }
+
+    /// "=", "<" or ">" for "≠", "≮" or "≯".
+    private static func separatorBase(_ scalar: Unicode.Scalar) -> Unicode.Scalar? {
+        switch scalar.value {
+        case 0x2260: "="
+        case 0x226E: "<"
+        case 0x226F: ">"
+        default: nil
+        }
     }
 
     // Each replacement is parked behind a placeholder of private-use characters (not \w, not digits)
