@@ -58,14 +58,9 @@ public struct RequestReporter: Sendable {
             let elapsed = ContinuousClock.now - request.started
             // Tenths of a millisecond in integers: String(format:) costs about a microsecond here.
             let tenths = elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
-            let level: CrashReporter.LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
-            // Pairs written into the breadcrumb's JSON as they come: no dictionary, no sorting
-            // (the dictionary and its sorted keys were most of this call's ~2 µs), and no array
-            // (HTTPBreadcrumbFields is a sequence of its own fields).
-            let fields = HTTPBreadcrumbFields(method: method, route: route, status: String(status),
-                                              duration: "\(tenths / 10).\(tenths % 10)", requestID: request.requestID,
-                                              traceID: request.trace?.traceID, spanID: request.trace?.spanID)
-            CrashReporter.log("\(method) \(route) \(status)", level: level, tag: "http", metadataPairs: fields)
+            // Written from a stack buffer (no dictionary, array or string built for it).
+            CrashReporter.logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: Int(tenths),
+                                         requestID: request.requestID, traceID: request.trace?.traceID, spanID: request.trace?.spanID)
         }
         guard options.reportsServerErrors, status >= 500 else { return }
         guard let suppressed = limiter.take() else { return }
@@ -82,33 +77,6 @@ public struct RequestReporter: Sendable {
         } else {
             _ = try? CrashReporter.record(domain: "http.server", code: status, message: "\(method) \(route) answered \(status)",
                                           userInfo: userInfo)
-        }
-    }
-}
-
-/// The "http" breadcrumb's metadata, in order, without an array: method, route, status,
-/// duration_ms, request_id, then trace_id and span_id when known.
-struct HTTPBreadcrumbFields: Sequence, IteratorProtocol {
-    let method: String, route: String, status: String, duration: String, requestID: String
-    let traceID: String?, spanID: String?
-    private var position = 0
-
-    init(method: String, route: String, status: String, duration: String, requestID: String, traceID: String?, spanID: String?) {
-        (self.method, self.route, self.status, self.duration, self.requestID) = (method, route, status, duration, requestID)
-        (self.traceID, self.spanID) = (traceID, spanID)
-    }
-
-    mutating func next() -> (key: String, value: String)? {
-        defer { position += 1 }
-        switch position {
-        case 0: return ("method", method)
-        case 1: return ("route", route)
-        case 2: return ("status", status)
-        case 3: return ("duration_ms", duration)
-        case 4: return ("request_id", requestID)
-        case 5: if let traceID { return ("trace_id", traceID) } else { return nil }
-        case 6: if traceID != nil, let spanID { return ("span_id", spanID) } else { return nil }
-        default: return nil
         }
     }
 }

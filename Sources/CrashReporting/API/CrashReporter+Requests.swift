@@ -36,4 +36,121 @@ extension CrashReporter {
 
     /// Requests begun and not yet ended in this process.
     public static var requestsInFlight: Int { Int(ccr_requests_in_flight()) }
+
+    /// The "http" breadcrumb of a finished request, as the server integrations write it (tag
+    /// "http"): the message "METHOD route status"; level error for a 5xx, warning for a 4xx, else
+    /// info; metadata `method`, `route`, `status`, `duration_ms` (tenths of a millisecond, e.g.
+    /// "12.3"), `request_id`, then `trace_id` and `span_id` when given. Written from a buffer on the
+    /// stack, with no allocation, when no text holds a byte JSON escapes and all fits in 1 KiB;
+    /// otherwise through `log(_:level:tag:metadataPairs:)`, the same breadcrumb.
+    public static func logHTTPRequest(method: String, route: String, status: Int, durationTenthsOfMillisecond tenths: Int,
+                                      requestID: String, traceID: String? = nil, spanID: String? = nil) {
+        let level: LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
+        let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Bool in
+            var out = PlainBytes(buffer)
+            out.text(method)
+            out.ascii(" ")
+            out.text(route)
+            out.ascii(" ")
+            out.decimal(status)
+            let messageLength = out.count
+            out.ascii("{\"method\":")
+            out.quoted(method)
+            out.ascii(",\"route\":")
+            out.quoted(route)
+            out.ascii(",\"status\":\"")
+            out.decimal(status)
+            out.ascii("\",\"duration_ms\":\"")
+            out.decimal(tenths / 10)
+            out.ascii(".")
+            out.decimal(tenths % 10)
+            out.ascii("\",\"request_id\":")
+            out.quoted(requestID)
+            if let traceID {
+                out.ascii(",\"trace_id\":")
+                out.quoted(traceID)
+                if let spanID {
+                    out.ascii(",\"span_id\":")
+                    out.quoted(spanID)
+                }
+            }
+            out.ascii("}")
+            guard !out.failed, messageLength <= maximumMessageCharacters, let base = buffer.baseAddress else { return false }
+            base.withMemoryRebound(to: CChar.self, capacity: out.count) { bytes in
+                ccr_breadcrumb_append(level.rawValue, 0, "http", 4, bytes, messageLength, bytes + messageLength, out.count - messageLength)
+            }
+            return true
+        }
+        guard !written else { return }
+        var pairs: [(key: String, value: String)] = [
+            ("method", method), ("route", route), ("status", String(status)), ("duration_ms", "\(tenths / 10).\(tenths % 10)"),
+            ("request_id", requestID),
+        ]
+        if let traceID {
+            pairs.append(("trace_id", traceID))
+            if let spanID { pairs.append(("span_id", spanID)) }
+        }
+        log("\(method) \(route) \(status)", level: level, tag: "http", metadataPairs: pairs)
+    }
+}
+
+/// Bytes written into a fixed buffer: texts copied as they are, and `failed` once one would not fit
+/// or (`quoted`) holds a byte a JSON string escapes (a quote, a backslash, a control character),
+/// which `logHTTPRequest` leaves to the escaping writer.
+private struct PlainBytes {
+    let buffer: UnsafeMutableBufferPointer<UInt8>
+    var count = 0
+    var failed = false
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+    mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard !failed, bytes.count <= buffer.count - count, let target = buffer.baseAddress else {
+            failed = true
+            return
+        }
+        if let source = bytes.baseAddress { (target + count).update(from: source, count: bytes.count) }
+        count += bytes.count
+    }
+
+    mutating func ascii(_ text: StaticString) {
+        text.withUTF8Buffer { bytes($0) }
+    }
+
+    mutating func text(_ text: String, plainOnly: Bool = false) {
+        let copied = text.utf8.withContiguousStorageIfAvailable { source -> Bool in
+            if plainOnly {
+                for byte in source where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            }
+            bytes(source)
+            return true
+        }
+        if copied != true { failed = true }
+    }
+
+    mutating func quoted(_ text: String) {
+        ascii("\"")
+        self.text(text, plainOnly: true)
+        ascii("\"")
+    }
+
+    mutating func decimal(_ value: Int) {
+        if value < 0 { ascii("-") }
+        var length = 1
+        var power: UInt = 10
+        while length < 20 && value.magnitude >= power {   // UInt.max has 20 digits
+            length += 1
+            power = power.multipliedReportingOverflow(by: 10).partialValue
+        }
+        guard !failed, length <= buffer.count - count else {
+            failed = true
+            return
+        }
+        var rest = value.magnitude
+        for position in stride(from: count + length - 1, through: count, by: -1) {
+            buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        }
+        count += length
+    }
 }

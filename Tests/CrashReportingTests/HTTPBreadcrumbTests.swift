@@ -1,0 +1,74 @@
+// CrashReporter.logHTTPRequest, the server integrations' "http" breadcrumb: written from a stack
+// buffer when it can, it must give the breadcrumb the escaping writer gives for the same request.
+import CrashReportModel
+import CrashReporting
+import Foundation
+import Testing
+
+extension InProcessSession {
+    @Suite("http breadcrumbs")
+    struct HTTPBreadcrumbTests {
+        struct Request: CustomStringConvertible {
+            var method = "GET", route = "/users/:id", status = 200, tenths = 123, requestID = "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"
+            var traceID: String? = nil, spanID: String? = nil
+            var description: String { "\(method) \(route) \(status) \(tenths) \(requestID) \(traceID ?? "-") \(spanID ?? "-")" }
+        }
+
+        static let requests: [Request] = {
+            var cases: [Request] = [Request()]
+            cases.append(Request(status: 404, tenths: 0, traceID: "4bf92f3577b34da6a3ce929d0e0e4736"))
+            cases.append(Request(method: "POST", route: "/orders", status: 500, tenths: 7, requestID: "r-1",
+                                 traceID: "4bf92f3577b34da6a3ce929d0e0e4736", spanID: "00f067aa0ba902b7"))
+            cases.append(Request(spanID: "span without a trace: not written"))
+            cases.append(Request(route: "/caf\u{E9}/\u{65E5}\u{672C}", requestID: "id-\u{1F600}"))   // UTF-8 as it is
+            cases.append(Request(route: "/a \"quoted\" \\ route", requestID: "line\nbreak\t\u{1}"))     // escaped: the other writer
+            cases.append(Request(traceID: "trace\"quote"))
+            cases.append(Request(route: "/" + String(repeating: "r", count: 990)))                      // message over 1000 bytes
+            cases.append(Request(route: "/" + String(repeating: "s", count: 900), requestID: String(repeating: "i", count: 200)))   // over 1 KiB
+            cases.append(Request(route: NSString(string: "/bridged/route") as String, requestID: NSString(string: "bridged-id") as String))
+            cases.append(Request(status: -1, tenths: 1_234_567_890))
+            cases.append(Request(status: Int.max, tenths: Int.max))
+            cases.append(Request(method: "", route: "", requestID: ""))
+            return cases
+        }()
+
+        @Test("the stack-buffer writer gives the escaping writer's breadcrumb, for plain, escaped, long and bridged texts")
+        func sameBreadcrumbEitherWay() throws {
+            try SharedReporter.start()
+            for request in Self.requests {
+                CrashReporter.logHTTPRequest(method: request.method, route: request.route, status: request.status,
+                                             durationTenthsOfMillisecond: request.tenths, requestID: request.requestID,
+                                             traceID: request.traceID, spanID: request.spanID)
+                // The breadcrumb as the middlewares wrote it before: pairs through the escaping writer.
+                var pairs: [(key: String, value: String)] = [
+                    ("method", request.method), ("route", request.route), ("status", String(request.status)),
+                    ("duration_ms", "\(request.tenths / 10).\(request.tenths % 10)"), ("request_id", request.requestID),
+                ]
+                if let trace = request.traceID {
+                    pairs.append(("trace_id", trace))
+                    if let span = request.spanID { pairs.append(("span_id", span)) }
+                }
+                let level: CrashReporter.LogLevel = request.status >= 500 ? .error : request.status >= 400 ? .warning : .info
+                CrashReporter.log("\(request.method) \(request.route) \(request.status)", level: level, tag: "http", metadataPairs: pairs)
+            }
+            let crumbs = try #require(CrashReporter.contextSnapshot()?.breadcrumbs.filter { $0.tag == "http" })
+            let ours = try #require(crumbs.count >= 2 * Self.requests.count ? Array(crumbs.suffix(2 * Self.requests.count)) : nil,
+                                    "\(crumbs.count) http breadcrumbs")
+            for (index, request) in Self.requests.enumerated() {
+                let fast = ours[2 * index], reference = ours[2 * index + 1]
+                #expect(fast.message == reference.message && fast.level == reference.level && fast.kind == reference.kind,
+                        "\(request): \(fast.message) \(fast.level) against \(reference.message) \(reference.level)")
+                #expect(fast.metadata == reference.metadata, "\(request): \(String(describing: fast.metadata)) against \(String(describing: reference.metadata))")
+                // The ring keeps a breadcrumb's metadata only up to its slot's size: the long
+                // requests' is dropped by both writers alike.
+                if request.route.utf8.count + request.requestID.utf8.count < 512 {
+                    #expect(fast.metadata?["duration_ms"] == "\(request.tenths / 10).\(request.tenths % 10)", "\(request)")
+                }
+            }
+            // The first request in full, as a reader sees it.
+            #expect(ours[0].message == "GET /users/:id 200" && ours[0].level == "info")
+            #expect(ours[0].metadata == ["method": "GET", "route": "/users/:id", "status": "200", "duration_ms": "12.3",
+                                         "request_id": "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"])
+        }
+    }
+}
