@@ -11,6 +11,8 @@ extension InProcessSession {
         struct Request: CustomStringConvertible {
             var method = "GET", route = "/users/:id", status = 200, tenths = 123, requestID = "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"
             var traceID: String? = nil, spanID: String? = nil
+            /// Whether the stack buffer can take it: no byte to escape, and all within 1 KiB.
+            var plain = true
             var description: String { "\(method) \(route) \(status) \(tenths) \(requestID) \(traceID ?? "-") \(spanID ?? "-")" }
         }
 
@@ -20,14 +22,23 @@ extension InProcessSession {
             cases.append(Request(method: "POST", route: "/orders", status: 500, tenths: 7, requestID: "r-1",
                                  traceID: "4bf92f3577b34da6a3ce929d0e0e4736", spanID: "00f067aa0ba902b7"))
             cases.append(Request(spanID: "span without a trace: not written"))
-            cases.append(Request(route: "/caf\u{E9}/\u{65E5}\u{672C}", requestID: "id-\u{1F600}"))   // UTF-8 as it is
-            cases.append(Request(route: "/a \"quoted\" \\ route", requestID: "line\nbreak\t\u{1}"))     // escaped: the other writer
-            cases.append(Request(traceID: "trace\"quote"))
-            cases.append(Request(route: "/" + String(repeating: "r", count: 990)))                      // message over 1000 bytes
-            cases.append(Request(route: "/" + String(repeating: "s", count: 900), requestID: String(repeating: "i", count: 200)))   // over 1 KiB
-            cases.append(Request(route: NSString(string: "/bridged/route") as String, requestID: NSString(string: "bridged-id") as String))
+            cases.append(Request(route: "/caf\u{E9}/\u{65E5}\u{672C}\u{2028}\u{7F}", requestID: "id-\u{1F600}"))   // UTF-8 and DEL as they are
+            cases.append(Request(route: "/a \"quoted\" \\ route", requestID: "line\nbreak\t\u{1}", plain: false))   // escaped: the other writer
+            cases.append(Request(traceID: "trace\"quote", plain: false))
+            cases.append(Request(requestID: "nul\u{0}byte", plain: false))
+            // A route near 1000 bytes: the message is at the limit, and with the metadata (which
+            // repeats it) the whole is over 1 KiB.
+            cases.append(Request(route: "/" + String(repeating: "r", count: 990), plain: false))
+            cases.append(Request(route: "/" + String(repeating: "s", count: 900), requestID: String(repeating: "i", count: 200), plain: false))
+            cases.append(Request(route: NSString(string: "/made/by/nsstring") as String, requestID: NSString(string: "ns-id") as String))
+            // Digits: powers of ten, where a digit count is easiest to get wrong, and the extremes.
+            cases.append(Request(status: 100, tenths: 100))
+            cases.append(Request(status: 1000, tenths: 10))
+            cases.append(Request(status: 10, tenths: 1000))
+            cases.append(Request(status: 9, tenths: 99_999))
             cases.append(Request(status: -1, tenths: 1_234_567_890))
             cases.append(Request(status: Int.max, tenths: Int.max))
+            cases.append(Request(status: Int.min, tenths: 10_000_000_000_000_000))
             cases.append(Request(method: "", route: "", requestID: ""))
             return cases
         }()
@@ -36,9 +47,10 @@ extension InProcessSession {
         func sameBreadcrumbEitherWay() throws {
             try SharedReporter.start()
             for request in Self.requests {
-                CrashReporter.logHTTPRequest(method: request.method, route: request.route, status: request.status,
-                                             durationTenthsOfMillisecond: request.tenths, requestID: request.requestID,
-                                             traceID: request.traceID, spanID: request.spanID)
+                let fromStack = CrashReporter.logHTTPRequest(method: request.method, route: request.route, status: request.status,
+                                                             durationTenthsOfMillisecond: request.tenths, requestID: request.requestID,
+                                                             traceID: request.traceID, spanID: request.spanID)
+                #expect(fromStack == request.plain, "\(request): written from the stack buffer: \(fromStack)")
                 // The breadcrumb as the middlewares wrote it before: pairs through the escaping writer.
                 var pairs: [(key: String, value: String)] = [
                     ("method", request.method), ("route", request.route), ("status", String(request.status)),

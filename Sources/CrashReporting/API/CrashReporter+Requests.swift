@@ -42,9 +42,11 @@ extension CrashReporter {
     /// info; metadata `method`, `route`, `status`, `duration_ms` (tenths of a millisecond, e.g.
     /// "12.3"), `request_id`, then `trace_id` and `span_id` when given. Written from a buffer on the
     /// stack, with no allocation, when no text holds a byte JSON escapes and all fits in 1 KiB;
-    /// otherwise through `log(_:level:tag:metadataPairs:)`, the same breadcrumb.
+    /// otherwise through `log(_:level:tag:metadataPairs:)`, the same breadcrumb. Returns true when
+    /// it was written from the stack buffer.
+    @discardableResult
     public static func logHTTPRequest(method: String, route: String, status: Int, durationTenthsOfMillisecond tenths: Int,
-                                      requestID: String, traceID: String? = nil, spanID: String? = nil) {
+                                      requestID: String, traceID: String? = nil, spanID: String? = nil) -> Bool {
         let level: LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
         let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Bool in
             var out = PlainBytes(buffer)
@@ -81,7 +83,7 @@ extension CrashReporter {
             }
             return true
         }
-        guard !written else { return }
+        guard !written else { return true }
         var pairs: [(key: String, value: String)] = [
             ("method", method), ("route", route), ("status", String(status)), ("duration_ms", "\(tenths / 10).\(tenths % 10)"),
             ("request_id", requestID),
@@ -91,6 +93,7 @@ extension CrashReporter {
             if let spanID { pairs.append(("span_id", spanID)) }
         }
         log("\(method) \(route) \(status)", level: level, tag: "http", metadataPairs: pairs)
+        return false
     }
 }
 
@@ -109,7 +112,7 @@ private struct PlainBytes {
             failed = true
             return
         }
-        if let source = bytes.baseAddress { (target + count).update(from: source, count: bytes.count) }
+        if let source = bytes.baseAddress { (target + count).initialize(from: source, count: bytes.count) }
         count += bytes.count
     }
 
