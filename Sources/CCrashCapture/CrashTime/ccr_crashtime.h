@@ -37,6 +37,8 @@ static inline void ccr_touch_pages(void *start, size_t length) {
 /// Touches the handler's record buffer and the crash context (ccr_touch_pages), so that a crash
 /// takes no page fault on them. Called with the module table; not for crash time.
 void ccr_handler_prefault(void);
+/// The same for the crashing thread's walk's statics (CrashTime/ccr_unwind.c).
+void ccr_unwind_prefault(void);
 
 /// In a forked child's first crash (getpid() differs from the pid saved at install): gives the
 /// child its own record id, pid, record file, no session, no parent's watchdog, and starts an

@@ -428,6 +428,9 @@ void ccr_modules_live_prefault(void) {
     ccr_touch_pages(x->batch_remote, (size_t)(1 + 2 * nodes) * sizeof x->batch_remote[0]);
     int count = ccr_global.module_count;
     if (count > 0 && count <= CCR_MAX_MODULES) ccr_touch_pages(x->ranges, (size_t)count * sizeof x->ranges[0]);
+    // The count the crash's table publishes, in a page of its own in .bss (a page fault in
+    // write_modules, tools/profile-capture with `perf record -e page-faults -d`).
+    ccr_touch_pages((void *)&crash_written_count, sizeof crash_written_count);
 }
 
 int ccr_modules_text_contains(uintptr_t address) {

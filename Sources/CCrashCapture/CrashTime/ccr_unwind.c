@@ -126,6 +126,18 @@ unsigned long ccr_unwind_masks_passed(void) {
     return masks_passed;
 }
 
+void ccr_unwind_prefault(void) {
+    // The crashing thread's walk writes these statics first (.bss, never touched before a crash):
+    // touched now, without changing a byte (ccr_touch_pages), as the handler's buffer is.
+    ccr_touch_pages(&outer_seen, sizeof outer_seen);
+    ccr_touch_pages(&outer_first_index, sizeof outer_first_index);
+    ccr_touch_pages(outer_ring, sizeof outer_ring);
+    ccr_touch_pages(outer_ordered, sizeof outer_ordered);
+    ccr_touch_pages(async_frames, sizeof async_frames);
+    ccr_touch_pages(&async_count, sizeof async_count);
+    ccr_touch_pages(&async_context, sizeof async_context);
+}
+
 int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index) {
     int count = outer_seen < CCR_OUTER_FRAMES ? outer_seen : CCR_OUTER_FRAMES;
     int start = outer_seen - count;   // ring position of the oldest kept

@@ -134,6 +134,7 @@ void ccr_modules_record(void) {
     ccr_modules_live_preformat();
     ccr_modules_live_prefault();
     ccr_handler_prefault();
+    ccr_unwind_prefault();
 }
 
 void ccr_modules_prepare_live_walk(void) {
