@@ -64,6 +64,22 @@ struct ContextTests {
         #expect(record.customDataJSON == expectedCustomData)
     }
 
+    @Test("killed after its record was durable and before the session was marked crashed: the next launch still attaches the context", arguments: BuildConfiguration.allCases)
+    func killedBeforeSessionMarked(_ configuration: BuildConfiguration) throws {
+        // The handler marks the session crashed after the sync (Docs/Decisions/0046); this knob
+        // SIGKILLs the process between the two.
+        let run = try FixtureRun.run("context-then-crash", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "killed-before-session-marked"])
+        #expect(run.terminatedBySignal == SIGKILL)
+        let atCrash = try run.onlyRecord()
+        #expect(atCrash.hasEnd && atCrash.signal?.number == SIGSEGV, "the record was durable before the kill")
+        let record = try relaunch(run.reportsDirectory, configuration)
+        #expect(record.id == atCrash.id && record.signal?.number == SIGSEGV)
+        #expect(record.termination == nil, "a crash, not an abnormal termination: \(String(describing: record.termination))")
+        #expect(record.breadcrumbs.count == 500 && record.breadcrumbs.last?.message == "breadcrumb #999")
+        #expect(record.customKeys == expectedKeys)
+        #expect(record.userID == "user-42")
+    }
+
     @Test("8 threads log at once, more than there are rings: the last 500 over all threads, each thread's in order", arguments: BuildConfiguration.allCases)
     func breadcrumbsFromManyThreads(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("threads-context-then-crash", configuration)

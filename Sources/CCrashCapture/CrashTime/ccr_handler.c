@@ -288,10 +288,10 @@ static void write_header(ccr_writer *w, int signo, const siginfo_t *info, const 
     if (uc) write_registers(w, uc);
 
     // Breadcrumbs, keys and user id stay in the mapped session file (it outlives the process);
-    // the next launch attaches them to this record. Here: mark the session and say which it is.
+    // the next launch attaches them to this record. Here: say which session it is (it is marked
+    // crashed once the record is durable, ccr_record_finish).
     ccr_session_file *session = ccr_session;
     if (session) {
-        atomic_store(&session->state, CCR_SESSION_CRASHED);
         ccr_writer_text(w, "{\"type\":\"session\"");
         ccr_writer_key(w, "id", 0);
         ccr_writer_json_string(w, session->session_id, sizeof session->session_id);

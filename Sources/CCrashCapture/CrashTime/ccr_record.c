@@ -1,13 +1,16 @@
 // The sections of a crash record that both the handler and the watchdog write, and the step that
 // makes a record durable: end line, fdatasync, rename new/ → pending/.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ccr_crashtime.h"
 #include "ccr_requests.h"
+#include "ccr_session.h"
 
 uint64_t ccr_now_ns(int clock_id) {
     struct timespec ts;
@@ -106,8 +109,17 @@ void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
     // it to pending/.
     fdatasync(ccr_global.record_fd);
     rename(ccr_global.new_path, ccr_global.pending_path);
-    // Appended after the record is durable; a reader treats it as optional.
     uint64_t durable_ns = ccr_now_ns(CLOCK_MONOTONIC) - started_ns;
+    // The session is marked crashed once its record is durable, not before: the store writes a
+    // page of the mapped session file that writeback has cleaned, and the fault goes through the
+    // file system (ext4's page_mkwrite: ~5 % of the handler's samples, tools/profile-capture;
+    // Docs/Decisions/0046). A process killed in between leaves a running session beside its
+    // record, which the next launch recovers as a crashed one (SessionRecovery).
+    if (ccr_global.test_misbehaviour == 12) {   // test: killed after the sync, before the mark
+        syscall(SYS_kill, (long)ccr_getpid(), (long)SIGKILL);
+    }
+    if (ccr_session) atomic_store(&ccr_session->state, CCR_SESSION_CRASHED);
+    // Appended after the record is durable; a reader treats it as optional.
     ccr_writer_text(w, "{\"type\":\"timing\"");
     ccr_writer_key(w, "durable_ns", 0);
     ccr_writer_uint(w, durable_ns);

@@ -360,6 +360,7 @@ public enum CrashReporter {
         case "libunwind-missing": return 9
         case "modules-read-without-pipe": return 10
         case "abort-during-asked-walk": return 11
+        case "killed-before-session-marked": return 12
         default: return 0
         }
     }

@@ -56,6 +56,13 @@ struct SessionRecovery {
                     // The handler died before its record was readable: still report the end.
                     guard rewrite(record, prefix: header(info, termination: "crash_without_record"), session: path) else { continue }
                 }
+            case 1 where FileManager.default.fileExists(atPath: record):
+                // Running, its process gone, and its crash record there: killed after the record
+                // was durable and before the handler marked the session crashed, which it does
+                // after the sync (Docs/Decisions/0046). Its context is attached as for a crash.
+                if !alreadyAttached(record) {
+                    guard rewrite(record, prefix: try? Data(contentsOf: URL(fileURLWithPath: record)), session: path) else { continue }
+                }
             case 1:   // running, but its process is gone: killed without a chance to record
                 if !FileManager.default.fileExists(atPath: record) {
                     // The memory sampler's sidecar tells an OOM kill from another SIGKILL.
