@@ -59,6 +59,9 @@ enum Fixture: String, CaseIterable {
     /// The app's SIGTERM handler calls exit(0); SIGTERM arrives at the crashing thread while the
     /// handler is busy (run with the hang-in-handler misbehaviour).
     case sigtermDuringCrash = "sigterm-during-crash"
+    /// Breadcrumbs, then a crash on a thread whose handler stalls (CRASH_REPORTING_TEST_MISBEHAVIOUR
+    /// hang-in-handler), while the main thread ends the session as a graceful shutdown would.
+    case endSessionDuringCrash = "end-session-during-crash"
     /// A seccomp filter traps getppid(2): SIGSYS with SYS_SECCOMP, the real case.
     case seccompTrappedSystemCall = "seccomp-trapped-system-call"
     /// A call through a NULL function pointer: the fault is at pc 0.
@@ -94,7 +97,7 @@ func waitForCoarseClockTick() {
     switch fixture {
     case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
-         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .forkChildOutOfDescriptorsCrash, .forkChildReusingDescriptorsCrash, .daemonisedChildCrash, .sigtermDuringCrash:
+         .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .forkChildOutOfDescriptorsCrash, .forkChildReusingDescriptorsCrash, .daemonisedChildCrash, .sigtermDuringCrash, .endSessionDuringCrash:
         cfs_write_null_pointer()
     case .seccompTrappedSystemCall:
         sink &+= cfs_trapped_system_call()
@@ -411,6 +414,13 @@ case .sigtermDuringCrash:
     cfs_exit_zero_on_sigterm()
     cfs_sigterm_this_thread_when_record_starts(reportsDirectory + "/new")
     level1(fixture)
+case .endSessionDuringCrash:
+    setContext(breadcrumbs: 1000)
+    runOnThread(fixture)
+    while ccr_test_crash_begun() == 0 { usleep(1000) }   // the other thread's handler has the crash
+    CrashReporter.endSession()
+    FileHandle.standardOutput.write(Data("session ended\n".utf8))   // unbuffered: the process dies by a signal
+    waitForCrash()
 case .seccompTrappedSystemCall:
     guard cfs_trap_getppid_with_seccomp() == 0 else {
         FileHandle.standardError.write(Data("seccomp unavailable\n".utf8))

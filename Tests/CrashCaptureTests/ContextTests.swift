@@ -80,6 +80,21 @@ struct ContextTests {
         #expect(record.userID == "user-42")
     }
 
+    @Test("the session ended gracefully while another thread's crash is being recorded: it stays the crash's context")
+    func endSessionDuringCrash() throws {
+        // The crashing thread's handler stalls (the watchdog finishes its record); meanwhile the
+        // main thread ends the session, as a service's graceful shutdown would. The session is
+        // marked crashed only once the record is durable, so ending it must wait for no crash.
+        let run = try FixtureRun.run("end-session-during-crash", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.standardOutput.contains("session ended"), "\(run.standardOutput)")
+        let atCrash = try run.onlyRecord()
+        #expect(atCrash.watchdog != nil && atCrash.hasEnd)
+        let record = try relaunch(run.reportsDirectory)
+        #expect(record.id == atCrash.id)
+        #expect(record.breadcrumbs.count == 500 && record.breadcrumbs.last?.message == "breadcrumb #999")
+        #expect(record.userID == "user-42")
+    }
+
     @Test("8 threads log at once, more than there are rings: the last 500 over all threads, each thread's in order", arguments: BuildConfiguration.allCases)
     func breadcrumbsFromManyThreads(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("threads-context-then-crash", configuration)

@@ -431,6 +431,8 @@ void ccr_modules_live_prefault(void) {
     // The count the crash's table publishes, in a page of its own in .bss (a page fault in
     // write_modules, tools/profile-capture with `perf record -e page-faults -d`).
     ccr_touch_pages((void *)&crash_written_count, sizeof crash_written_count);
+    ccr_touch_pages((void *)&crash_range_count, sizeof crash_range_count);
+    ccr_touch_pages((void *)&crash_written, sizeof crash_written);
 }
 
 int ccr_modules_text_contains(uintptr_t address) {

@@ -118,7 +118,13 @@ void ccr_record_finish(ccr_writer *w, uint64_t started_ns) {
     if (ccr_global.test_misbehaviour == 12) {   // test: killed after the sync, before the mark
         syscall(SYS_kill, (long)ccr_getpid(), (long)SIGKILL);
     }
-    if (ccr_session) atomic_store(&ccr_session->state, CCR_SESSION_CRASHED);
+    // Once: a fault in the store itself (the file system refusing the page) brings the nested-crash
+    // path back here, which must not fault again.
+    static volatile sig_atomic_t marking;
+    if (ccr_session && !marking) {
+        marking = 1;
+        atomic_store(&ccr_session->state, CCR_SESSION_CRASHED);
+    }
     // Appended after the record is durable; a reader treats it as optional.
     ccr_writer_text(w, "{\"type\":\"timing\"");
     ccr_writer_key(w, "durable_ns", 0);

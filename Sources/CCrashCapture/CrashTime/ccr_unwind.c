@@ -136,6 +136,10 @@ void ccr_unwind_prefault(void) {
     ccr_touch_pages(async_frames, sizeof async_frames);
     ccr_touch_pages(&async_count, sizeof async_count);
     ccr_touch_pages(&async_context, sizeof async_context);
+#if defined(__x86_64__)
+    ccr_touch_pages(&concurrency_start, sizeof concurrency_start);
+    ccr_touch_pages(&concurrency_end, sizeof concurrency_end);
+#endif
 }
 
 int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index) {

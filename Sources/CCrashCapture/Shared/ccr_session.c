@@ -21,6 +21,7 @@
 
 #include "CCrashCapture.h"
 #include "ccr_session.h"
+#include "ccr_state.h"
 #include "../CrashTime/ccr_writer.h"
 
 ccr_session_file *ccr_session;
@@ -151,7 +152,10 @@ void ccr_session_end(void) {
     if (s == NULL || s->pid != getpid()) return;   // not in a forked child
     pthread_mutex_lock(&sidecar_lock);
     uint32_t running = CCR_SESSION_RUNNING;
-    if (atomic_compare_exchange_strong(&s->state, &running, CCR_SESSION_ENDED)) {
+    // A crash in progress (another thread's handler) marks the session crashed only once its
+    // record is durable (ccr_record_finish): until then the session is its context, not ended.
+    if (atomic_load(&ccr_global.crashing_tid) == 0 &&
+        atomic_compare_exchange_strong(&s->state, &running, CCR_SESSION_ENDED)) {
         unlink(session_path);   // a clean end leaves nothing to report
         static const char *const sidecars[] = { ".custom.json", ".custom.json.tmp", ".memory", ".memory.tmp" };
         for (size_t i = 0; i < sizeof sidecars / sizeof sidecars[0]; i++) {

@@ -6,3 +6,7 @@ ccr_state ccr_global = {
     .watchdog_fd = {-1, -1},
     .unwind = {.pipe_fd = {-1, -1}, .reserved_fd = {-1, -1}},
 };
+
+int ccr_test_crash_begun(void) {
+    return atomic_load(&ccr_global.crashing_tid) != 0;
+}

@@ -75,6 +75,9 @@ int ccr_wait_for_deferred_setup(int max_ms);
 /// that follows one. Built on every architecture (tests run it on x86_64); async-signal-safe.
 int ccr_aarch64_instruction_is_call(uint32_t instruction);
 
+/// For a test: 1 once a crash has claimed the handler in this process.
+int ccr_test_crash_begun(void);
+
 /// For a test, once libunwind is ready: whether libunwind's slot for sigprocmask was pointed at
 /// ours, then this thread's stack walked twice, as a handler of ours walks it (signals blocked)
 /// and as a non-fatal report does, with how many of libunwind's sigprocmask calls reached libc in

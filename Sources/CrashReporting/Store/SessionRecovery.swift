@@ -53,7 +53,9 @@ struct SessionRecovery {
                 if FileManager.default.fileExists(atPath: record), !alreadyAttached(record) {
                     guard rewrite(record, prefix: try? Data(contentsOf: URL(fileURLWithPath: record)), session: path) else { continue }
                 } else if !FileManager.default.fileExists(atPath: record) {
-                    // The handler died before its record was readable: still report the end.
+                    // Marked crashed, yet no record: the handler marks the session only once the
+                    // record is durable, so something removed the record since (a crash-sender
+                    // that delivered it without attaching this context). Still report the end.
                     guard rewrite(record, prefix: header(info, termination: "crash_without_record"), session: path) else { continue }
                 }
             case 1 where FileManager.default.fileExists(atPath: record):
