@@ -49,7 +49,11 @@ struct SessionRecovery {
             guard flock(lock, LOCK_EX | LOCK_NB) == 0, access(path, F_OK) == 0 else { continue }
             let record = directory.pendingFolder + "/" + id + ".crash"
             switch info.state {
-            case 3:   // crashed: attach the context to its record (moved to pending/ by start)
+            case 1 where FileManager.default.fileExists(atPath: record), 3:
+                // Crashed: attach the context to its record (moved to pending/ by start). Or
+                // running, its process gone, and its crash record there: killed after the record
+                // was durable and before the handler marked the session crashed, which it does
+                // after the sync (Docs/Decisions/0046); attached alike.
                 if FileManager.default.fileExists(atPath: record), !alreadyAttached(record) {
                     guard rewrite(record, prefix: try? Data(contentsOf: URL(fileURLWithPath: record)), session: path) else { continue }
                 } else if !FileManager.default.fileExists(atPath: record) {
@@ -57,13 +61,6 @@ struct SessionRecovery {
                     // record is durable, so something removed the record since (a crash-sender
                     // that delivered it without attaching this context). Still report the end.
                     guard rewrite(record, prefix: header(info, termination: "crash_without_record"), session: path) else { continue }
-                }
-            case 1 where FileManager.default.fileExists(atPath: record):
-                // Running, its process gone, and its crash record there: killed after the record
-                // was durable and before the handler marked the session crashed, which it does
-                // after the sync (Docs/Decisions/0046). Its context is attached as for a crash.
-                if !alreadyAttached(record) {
-                    guard rewrite(record, prefix: try? Data(contentsOf: URL(fileURLWithPath: record)), session: path) else { continue }
                 }
             case 1:   // running, but its process is gone: killed without a chance to record
                 if !FileManager.default.fileExists(atPath: record) {
