@@ -1,8 +1,11 @@
 // Vapor 4 middleware: the same as CrashReportingHummingbird's (CrashReportingServerCore does the
 // bookkeeping): the request among the requests in flight while it runs, the route pattern as the
 // screen view, an "http" breadcrumb as it ends, 5xx answers and thrown errors as rate-limited
-// non-fatal reports. Use it as route middleware (`app.grouped(CrashReportingMiddleware())`):
-// Vapor runs global middleware before routing, when `request.route` is still unknown.
+// non-fatal reports. Use it as global middleware (`app.middleware.use(CrashReportingMiddleware())`):
+// Vapor routes a request before it runs the global middleware (DefaultResponder sets
+// `request.route`, then runs the route's cached chain), so the route pattern is known, and a URL no
+// route matches comes through as "(no route)". As route middleware (`app.grouped(...)`) it works
+// too, for the routes registered through it only.
 // A future-based `Middleware`, not an `AsyncMiddleware`: Vapor runs an AsyncMiddleware in a Task
 // of its own and its `next` through another, which cost ~30 µs of CPU a request on this machine
 // (tools/bench-middleware; Docs/Decisions/0023); the bookkeeping itself needs no suspension.
@@ -34,7 +37,7 @@ public struct CrashReportingMiddleware: Middleware {
         self.reporter = RequestReporter(options: options.reporting)
     }
 
-    /// Vapor's route pattern in its own notation, "/users/:id"; nil before routing.
+    /// Vapor's route pattern in its own notation, "/users/:id"; nil when no route matched the URL.
     public static func routePattern(_ request: Request) -> String? {
         request.route.map(RoutePatterns.shared.pattern(of:))
     }

@@ -173,6 +173,7 @@ struct HummingbirdTests {
         #expect(get("\(base)/hello") == 200)
         #expect(get("\(base)/orders/7", headers: ["traceparent": "00-\(traceID)-00f067aa0ba902b7-01"]) == 500)
         #expect(get("\(base)/missing") == 404)
+        #expect(get("\(base)/no/such/route") == 404)   // no route: the router's middleware sees it too
         #expect(get("\(base)/users/3") == 200)
         // This launch's session beacon is spooled as the reporter's thread starts, before the
         // launch's first pass (which waits for the app's start-up); waited for here, so that the
@@ -215,14 +216,14 @@ struct HummingbirdTests {
         // The route being served when it crashed: the last screen view.
         let screens = crash.logs.filter { ($0["tag"] as? String) == "screen" }.compactMap { $0["message"] as? String }
         #expect(screens.last == "/users/{id}", "screens \(screens)")
-        for line in ["GET /hello 200", "GET /orders/{id} 500", "GET /missing 404", "GET /users/{id} 200"] {
+        for line in ["GET /hello 200", "GET /orders/{id} 500", "GET /missing 404", "GET (no route) 404", "GET /users/{id} 200"] {
             #expect(messages.contains(line), "\(line) not among \(messages)")
         }
         let http = crash.logs.filter { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String != "/inflight" }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
-        #expect(requestIDs.count == 4 && requestIDs.allSatisfy { (1...32).contains($0.count) && $0.allSatisfy(\.isHexDigit) },
+        #expect(requestIDs.count == 5 && requestIDs.allSatisfy { (1...32).contains($0.count) && $0.allSatisfy(\.isHexDigit) },
                 "request ids kept as Hummingbird wrote them: \(requestIDs)")
-        #expect(Set(requestIDs).count == 4)
+        #expect(Set(requestIDs).count == 5)
 
         // The requests in flight: the crashing one (started on the crashing thread or not, a
         // Task may move), and the two /slow ones.

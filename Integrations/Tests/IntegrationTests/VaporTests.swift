@@ -1,8 +1,10 @@
-// The Vapor example server, driven over loopback like the Hummingbird one (helpers in
-// HummingbirdTests.swift): a route that crashes while two other requests are in flight, a relaunch
-// that delivers, SIGTERM for a graceful shutdown. The report lists the three requests with their
-// routes (Vapor's notation, "/users/:id") and request ids, and names the crashing one: the route of
-// the last screen view, the youngest request, and the only one without an "http" breadcrumb.
+// The Vapor example server, its middleware global (`app.middleware`), driven over loopback like the
+// Hummingbird one (helpers in HummingbirdTests.swift): a route that crashes while two other
+// requests are in flight, a relaunch that delivers, SIGTERM for a graceful shutdown, and a URL no
+// route matches (an "http" breadcrumb for "(no route)", no report). The report lists the three
+// requests with their routes (Vapor's notation, "/users/:id") and request ids, and names the
+// crashing one: the route of the last screen view, the youngest request, and the only one without
+// an "http" breadcrumb.
 import Foundation
 import Glibc
 import Testing
@@ -27,6 +29,7 @@ struct VaporTests {
         #expect(get("\(base)/hello") == 200)
         #expect(get("\(base)/orders/7", headers: ["traceparent": "00-\(traceID)-00f067aa0ba902b7-01"]) == 500)
         #expect(get("\(base)/missing") == 404)
+        #expect(get("\(base)/no/such/route") == 404)   // no route: the global middleware sees it too
         #expect(get("\(base)/users/3") == 200)
         let slow = Thread { _ = get("\(base)/slow", headers: ["traceparent": "00-\(traceID)-b7ad6b7169203331-01"]) }
         slow.start()
@@ -52,14 +55,14 @@ struct VaporTests {
         let messages = crash.logs.compactMap { $0["message"] as? String }
         let screens = crash.logs.filter { ($0["tag"] as? String) == "screen" }.compactMap { $0["message"] as? String }
         #expect(screens.last == "/users/:id", "screens \(screens)")
-        for line in ["GET /hello 200", "GET /orders/:id 500", "GET /missing 404", "GET /users/:id 200"] {
+        for line in ["GET /hello 200", "GET /orders/:id 500", "GET /missing 404", "GET (no route) 404", "GET /users/:id 200"] {
             #expect(messages.contains(line), "\(line) not among \(messages)")
         }
         let http = crash.logs.filter { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String != "/inflight" }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
-        #expect(requestIDs.count == 4 && requestIDs.allSatisfy { UUID(uuidString: $0) != nil },
+        #expect(requestIDs.count == 5 && requestIDs.allSatisfy { UUID(uuidString: $0) != nil },
                 "request ids kept as Vapor wrote them (UUIDs): \(requestIDs)")
-        #expect(Set(requestIDs).count == 4)
+        #expect(Set(requestIDs).count == 5)
 
         // The three requests in flight, and which one crashed.
         let requests = try #require(crash.report["requests_in_flight"] as? [[String: Any]], "\(crash.report.keys.sorted())")
