@@ -38,13 +38,22 @@ enum PayloadDecoding {
     /// model's decoding throws), an empty test_run_id, timestamp_collected or environment, a whole number sent
     /// with a fraction, a crash report without stack_trace. `filled`: a report's id or
     /// `symbolicated` was filled in.
-    static func direct(_ body: [UInt8]) -> (payload: DiagnosticsPayload, filled: Bool)? {
-        guard let decoded = try? JSONDecoder().decode(Normalising.self, from: Data(body)) else { return nil }
-        var payload = decoded.payload
+    /// The body is read by FastPayloadReader first (the runtime's payloads, ~10x cheaper), and by
+    /// JSONDecoder when that gives up (`useFastReader` false: JSONDecoder alone, for tests).
+    static func direct(_ body: [UInt8], useFastReader: Bool = true) -> (payload: DiagnosticsPayload, filled: Bool)? {
+        var payload: DiagnosticsPayload
+        let reports: [(hasReportID: Bool, hasSymbolicated: Bool)]
+        if useFastReader, let fast = FastPayloadReader.read(body) {
+            (payload, reports) = fast
+        } else {
+            guard let decoded = try? JSONDecoder().decode(Normalising.self, from: Data(body)) else { return nil }
+            payload = decoded.payload
+            reports = decoded.reports.map { (hasReportID: $0.hasReportID, hasSymbolicated: $0.hasSymbolicated) }
+        }
         guard !nonEmptyStrings.contains(where: { $0.value(payload).isEmpty }),
-              decoded.reports.count == payload.crash_reports.count else { return nil }
+              reports.count == payload.crash_reports.count else { return nil }
         var filled = false
-        for (index, presence) in decoded.reports.enumerated() {
+        for (index, presence) in reports.enumerated() {
             filled = filled || !presence.hasReportID || !presence.hasSymbolicated
             if !presence.hasReportID { payload.crash_reports[index].report_id = "report-\(index)" }
             if !presence.hasSymbolicated {
@@ -66,7 +75,7 @@ enum PayloadDecoding {
 
     /// The model, and per crash report whether the fields `normalise` fills were sent (present
     /// and not null): the model's own defaults for them differ from the collector's.
-    private struct Normalising: Decodable {
+    struct Normalising: Decodable {
         var payload: DiagnosticsPayload
         var reports: [ReportPresence]
 
