@@ -45,7 +45,7 @@ import Testing
                                       environment: "production"),
             device_metadata: HostMetadata(device_model: "x86_64", device_identifier: "id", ios_version: "Debian 12", locale: "en_US",
                                           timezone: "UTC", is_simulator: false, available_storage_mb: 73000, total_memory_mb: 24105,
-                                          battery_level: nil, battery_state: nil, cpu_model: "Xeon", cpu_count: 2,
+                                          battery_level: 0.72, battery_state: "charging", cpu_model: "Xeon", cpu_count: 2,
                                           hostname_hash: "c0ffee", virtualization: "kvm"),
             timestamp_collected: "2026-11-28T06:00:01.000Z",
             logs: [P.LogEntry(timestamp: "2026-11-28T05:59:59.000Z", level: "info", tag: "http", message: "GET /users/:id 200",
@@ -112,6 +112,9 @@ import Testing
             ("invalid UTF-8", base.replacingFirst(Array(#""user-17""#.utf8), with: [0x22, 0xC3, 0x28, 0x22])),
             ("invalid UTF-8 in an unknown key", base.replacingFirst(Array(#""user_id""#.utf8), with: [0x22, 0xFF, 0x22])),
             ("trailing bytes", base + Array(" x".utf8)),
+            // This toolchain's JSONDecoder refuses a zero with an exponent as an underflow (review, 2026-11-28).
+            ("a zero double written 0e1", base.replacingFirst(Array(#""battery_level":0.72"#.utf8), with: Array(#""battery_level":0e1"#.utf8))),
+            ("a zero double written 0.0E+2", base.replacingFirst(Array(#""battery_level":0.72"#.utf8), with: Array(#""battery_level":0.0E+2"#.utf8))),
             ("an integer past Int", base.replacingFirst(Array(#""cpu_count":2"#.utf8), with: Array(#""cpu_count":99999999999999999999"#.utf8))),
         ]
         for (name, body) in cases {

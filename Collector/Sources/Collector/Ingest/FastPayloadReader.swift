@@ -158,15 +158,19 @@ enum FastPayloadReader {
             return try parsedDouble(start, end)
         }
 
-        /// A number's value, or give up where a parser may differ: past Double's range (inf), or
-        /// below its normal numbers (a subnormal, or nonzero digits that parse as 0).
+        /// A number's value, or give up where a parser may differ: past Double's range (inf), below
+        /// its normal numbers (a subnormal, or nonzero digits that parse as 0), and a zero with an
+        /// exponent (this toolchain's JSONDecoder refuses `0e1` as an underflow: its zero check
+        /// reads the exponent's digits too; found by a review, 2026-11-28).
         private func parsedDouble(_ start: Int, _ end: Int) throws -> Double {
             let text = UnsafeBufferPointer(rebasing: bytes[start..<end])
             guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { throw GiveUp() }
             if value == 0 {
                 for byte in text {
-                    if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") { break }
-                    if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(byte) { throw GiveUp() }
+                    // Nonzero digits, or an exponent.
+                    if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
+                        throw GiveUp()
+                    }
                 }
             } else if !value.isNormal {
                 throw GiveUp()
