@@ -249,10 +249,7 @@ enum FastPayloadReader {
             switch try peek() {
             case UInt8(ascii: "\""): return .string(try string())
             case UInt8(ascii: "{"): return .object(try dictionary())
-            case UInt8(ascii: "["):
-                var values: [JSONValue] = []
-                try array { values.append(try $0.value()) }
-                return .array(values)
+            case UInt8(ascii: "["): return .array(try list { try $0.value() })
             case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool(try bool())
             case UInt8(ascii: "n"): try literal("null"); return .null
             default:
