@@ -119,6 +119,15 @@ void cfs_name_current_thread(const char *name) {
     pthread_setname_np(pthread_self(), name);
 }
 
+__attribute__((noinline)) void cfs_call_below_big_frame(void (*body)(void)) {
+    // Every byte written: no stale word of an earlier, deeper call (a return address into the
+    // caller) is left in it for a scan to find early.
+    volatile char pad[9000];
+    for (size_t i = 0; i < sizeof pad; i++) pad[i] = 0;
+    body();
+    __asm__ volatile("" : : "r"(pad[sizeof pad - 1]) : "memory");   // pad stays live across the call
+}
+
 int cfs_fork_child_that_faults(int *child_pid) {
     pid_t child = fork();
     if (child == 0) {

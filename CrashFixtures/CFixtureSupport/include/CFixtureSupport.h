@@ -63,6 +63,10 @@ void cfs_call_null_function_pointer(void);
 /// Names the calling OS thread (pthread_setname_np; at most 15 bytes).
 void cfs_name_current_thread(const char *name);
 
+/// Calls `body` under a 9000-byte stack frame: the caller's return address lies more than two
+/// 4 KiB windows above the stack pointer while `body` blocks (a stack scan must read that far).
+void cfs_call_below_big_frame(void (*body)(void));
+
 /// The disk's own cost of what a crash handler does to make its record durable, for
 /// tools/bench-capture: prefills `directory`/new/floor.crash with 64 KiB and syncs it (as start
 /// does), idles `idle_ms` (a process runs a while before it crashes) and then keeps the CPU busy

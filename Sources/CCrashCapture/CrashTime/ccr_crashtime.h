@@ -117,8 +117,10 @@ typedef struct ccr_scan_scratch {
 
 /// Keeps, in place and in order, the words that look like return addresses (as
 /// ccr_looks_like_return_address decides), reading the code before all candidates in one
-/// process_vm_readv; returns how many. At most CCR_SCAN_BATCH words. Async-signal-safe.
-int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch);
+/// process_vm_readv of process `pid` (this process's id, from getpid(2) by the caller: not the
+/// saved one, which a forked child has not yet adopted); returns how many. At most CCR_SCAN_BATCH
+/// words. Async-signal-safe.
+int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch, int pid);
 
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);

@@ -329,7 +329,7 @@ static int scan_blocked_thread(ccr_collection *c, int tid, int max) {
     uintptr_t *scan_frames = c->scan_frames, *scan_words = c->scan_words;
     char path[64], text[256];
     task_path(path, tid, "syscall");
-    int n = read_small_file(path, text, sizeof text, NULL);
+    int n = read_small_file(path, text, sizeof text, "");   // one line: no second read to see the end
     if (n <= 0 || !((text[0] >= '0' && text[0] <= '9') || text[0] == '-')) return 0;   // "running"
     // The last two fields are sp and pc.
     const char *fields[9];
@@ -348,16 +348,26 @@ static int scan_blocked_thread(ccr_collection *c, int tid, int max) {
     if (sp == 0 || pc == 0) return 0;
     int kept = 0;
     scan_frames[kept++] = pc;
+    // At most 32 KiB of stack in one system call, as eight 4 KiB pieces: the read stops short at
+    // the end of the stack's mapping (process_vm_readv(2) promises a partial read at the
+    // granularity of pieces at least), and each window of it is then checked with one read of the
+    // code bytes before its candidates.
+    enum { PIECES = 8 };
+    _Static_assert(sizeof c->scan_words % PIECES == 0, "whole pieces");
+    int pid = ccr_getpid();
     uintptr_t at = sp & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-    for (int chunk = 0; chunk < 8 && kept < max; chunk++) {   // at most 32 KiB of stack
-        struct iovec local = {.iov_base = scan_words, .iov_len = sizeof c->scan_words};
-        struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof c->scan_words};
-        long got = syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L);
-        if (got <= 0) break;
-        int found = ccr_keep_return_addresses(scan_words, (int)(got / (long)sizeof(uintptr_t)), &c->scan_scratch);
-        for (int i = 0; i < found && kept < max; i++) scan_frames[kept++] = scan_words[i];
-        if (got < (long)sizeof c->scan_words) break;   // the end of the stack's mapping
-        at += (uintptr_t)got;
+    struct iovec local = {.iov_base = scan_words, .iov_len = sizeof c->scan_words};
+    struct iovec remote[PIECES];
+    for (int i = 0; i < PIECES; i++) {
+        remote[i] = (struct iovec){.iov_base = (void *)(at + (uintptr_t)i * (sizeof c->scan_words / PIECES)),
+                                   .iov_len = sizeof c->scan_words / PIECES};
+    }
+    long got = syscall(SYS_process_vm_readv, (long)pid, &local, 1L, remote, (long)PIECES, 0L);
+    int words = got > 0 ? (int)(got / (long)sizeof(uintptr_t)) : 0;
+    for (int window = 0; window < words && kept < max; window += CCR_SCAN_BATCH) {
+        int length = words - window < CCR_SCAN_BATCH ? words - window : CCR_SCAN_BATCH;
+        int found = ccr_keep_return_addresses(scan_words + window, length, &c->scan_scratch, pid);
+        for (int i = 0; i < found && kept < max; i++) scan_frames[kept++] = scan_words[window + i];
     }
     return kept;
 }
@@ -437,6 +447,18 @@ void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     if (!ccr_threads.enabled) return;
     // The crash's own collection: a hang capture under way keeps its own and is not waited for.
     collect_and_write(&ccr_threads.crash, w, crashed_tid, started_ns, 0);
+}
+
+void ccr_threads_prefault(void) {
+    // Written by the collecting thread at every crash (and only then): ~70 KiB of .bss. The
+    // slots are not touched: each asked thread writes its own, in parallel with the others.
+    ccr_collection *c = &ccr_threads.crash;
+    ccr_touch_pages(c->listed, sizeof c->listed);
+    ccr_touch_pages(c->dirents, sizeof c->dirents);
+    ccr_touch_pages(c->status_text, sizeof c->status_text);
+    ccr_touch_pages(c->scan_frames, sizeof c->scan_frames);
+    ccr_touch_pages(c->scan_words, sizeof c->scan_words);
+    ccr_touch_pages(&c->scan_scratch, sizeof c->scan_scratch);
 }
 
 static void reset_collection(ccr_collection *c) {

@@ -70,11 +70,11 @@ typedef struct ccr_collection {
     char dirents[4096];
     char status_text[4096];
     uintptr_t scan_frames[CCR_THREAD_FRAMES_MAX];
-    uintptr_t scan_words[512];   // 4 KiB of stack per read
-    ccr_scan_scratch scan_scratch;   // checks up to CCR_SCAN_BATCH words at once: a whole read
+    uintptr_t scan_words[4096];   // 32 KiB of stack, read at once (one system call, not eight)
+    ccr_scan_scratch scan_scratch;   // checks up to CCR_SCAN_BATCH words at once: one window of the read
 } ccr_collection;
-_Static_assert(sizeof(((ccr_collection *)0)->scan_words) / sizeof(uintptr_t) <= CCR_SCAN_BATCH,
-               "a stack read's words are checked in one batch");
+_Static_assert(sizeof(((ccr_collection *)0)->scan_words) / sizeof(uintptr_t) % CCR_SCAN_BATCH == 0,
+               "a stack read is checked in whole windows of CCR_SCAN_BATCH words");
 
 /// Written at install (before the signal action is set); read lock-free at crash time.
 typedef struct ccr_threads_state {
@@ -111,6 +111,11 @@ int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid);
 /// slot, frame pointers first, then libunwind. Returns at once when no collection is under way or
 /// the thread has no slot. Async-signal-safe (libunwind as in ccr_unwind_libunwind).
 void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext);
+
+/// Touches the crash collection's scratch (the listing, the status text, the stack-scan buffers)
+/// with ccr_touch_pages, so that a crash takes no page fault on them. Called with the module
+/// table; not for crash time.
+void ccr_threads_prefault(void);
 
 /// In a forked child's first crash: forgets the parent's collections (their threads are not in
 /// the child). Async-signal-safe.

@@ -386,7 +386,7 @@ int ccr_looks_like_return_address(uintptr_t address) {
 #endif
 }
 
-int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch) {
+int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scratch, int pid) {
 #if defined(__x86_64__) || defined(__aarch64__)
     int n = 0;
     for (int i = 0; i < count; i++) {
@@ -398,7 +398,7 @@ int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scr
         scratch->local[i] = (struct iovec){.iov_base = scratch->code[i], .iov_len = 8};
         scratch->remote[i] = (struct iovec){.iov_base = (void *)(words[i] - 8), .iov_len = 8};
     }
-    long got = n > 0 ? syscall(SYS_process_vm_readv, (long)ccr_getpid(), scratch->local, (long)n, scratch->remote, (long)n, 0L) : 0;
+    long got = n > 0 ? syscall(SYS_process_vm_readv, (long)pid, scratch->local, (long)n, scratch->remote, (long)n, 0L) : 0;
     int kept = 0;
     for (int i = 0; i < n; i++) {
         // Read in order until a failing range: the ones after it are asked one at a time.
@@ -407,7 +407,7 @@ int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scr
     }
     return kept;
 #else
-    (void)words; (void)count; (void)scratch;
+    (void)words; (void)count; (void)scratch; (void)pid;
     return 0;
 #endif
 }

@@ -13,6 +13,7 @@
 #include "ccr_state.h"
 #include "../CrashTime/ccr_crashtime.h"
 #include "../CrashTime/ccr_modules_live.h"
+#include "../CrashTime/ccr_threads.h"
 
 #include <sys/auxv.h>
 
@@ -135,6 +136,7 @@ void ccr_modules_record(void) {
     ccr_modules_live_prefault();
     ccr_handler_prefault();
     ccr_unwind_prefault();
+    if (ccr_threads.enabled) ccr_threads_prefault();
 }
 
 void ccr_modules_prepare_live_walk(void) {

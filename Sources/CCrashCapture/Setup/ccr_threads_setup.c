@@ -50,6 +50,9 @@ void ccr_threads_install(const ccr_install_options *o) {
     ccr_threads.signo = signo;
     ccr_threads.enabled = 1;
     ccr_threads_unblock_signal();
+    // With the module table made later on a background thread, it touches the scratch there
+    // (ccr_modules_record); made already, it was before threads were on.
+    if (!o->defer_libunwind) ccr_threads_prefault();
 }
 
 void ccr_threads_unblock_signal(void) {
