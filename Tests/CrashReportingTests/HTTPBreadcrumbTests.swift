@@ -82,5 +82,32 @@ extension InProcessSession {
             #expect(ours[0].metadata == ["method": "GET", "route": "/users/:id", "status": "200", "duration_ms": "12.3",
                                          "request_id": "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"])
         }
+
+        @Test("the check for bytes to escape, eight at a time, decides as a byte-by-byte check does, at every position")
+        func escapeCheckByPosition() throws {
+            try SharedReporter.start()
+            // Every ASCII character, and characters whose UTF-8 holds bytes that differ from a
+            // quote (0xA2: U+00A2 is C2 A2), a backslash (0xDC: U+071C is DC 9C) or a control
+            // character (0x80…0x9F) by the top bit only, at each position of a 21-byte text (two words and a tail of 5), in each text
+            // the writer checks (route, request id, trace id). A byte loop was the reference: a
+            // text needs the escaping writer exactly when it holds a control character, a quote
+            // or a backslash.
+            let characters = (0..<128).map { String(UnicodeScalar(UInt8($0))) } + ["\u{80}", "\u{9F}", "\u{A2}", "\u{71C}", "\u{5C5C}", "\u{1F600}"]
+            var mismatches: [String] = []
+            for character in characters {
+                let escaped = character.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+                for position in 0...20 {
+                    let text = String(repeating: "a", count: position) + character + String(repeating: "b", count: 20 - position)
+                    for field in 0..<3 {
+                        let fromStack = CrashReporter.logHTTPRequest(method: "GET", route: field == 0 ? text : "/r", status: 200,
+                                                                     durationTenthsOfMillisecond: 1, requestID: field == 1 ? text : "id",
+                                                                     traceID: field == 2 ? text : nil)
+                        if fromStack == escaped { mismatches.append("\(character.unicodeScalars.map { $0.value }) at \(position) in field \(field)") }
+                    }
+                }
+            }
+            let wrong = mismatches.count
+            #expect(wrong == 0, "cases that took the wrong writer, e.g. \(mismatches.prefix(5))")
+        }
     }
 }

@@ -120,6 +120,20 @@ func startServer(_ reports: URL, _ collector: Collector, folder: URL, example: S
     return (process, try waitForPort(portFile, while: process))
 }
 
+/// The http breadcrumbs' durations (tenths of a millisecond, from the clock read as each request
+/// began): every one written "N.N", and the request to /block-event-loop?ms=300 at least 300 ms
+/// and at most `roundTrip`, what the client measured around it (the server's begin and end lie
+/// within it, whatever the load).
+func checkHTTPDurations(_ logs: [[String: Any]], blockedRoundTrip roundTrip: Duration) {
+    let http = logs.filter { ($0["tag"] as? String) == "http" }.compactMap { $0["metadata"] as? [String: Any] }
+    let blocked = http.filter { $0["route"] as? String == "/block-event-loop" }.compactMap { $0["duration_ms"] as? String }
+    let ceiling = Double(roundTrip.components.seconds) * 1000 + Double(roundTrip.components.attoseconds) / 1e15
+    #expect(blocked.count == 1 && blocked.allSatisfy { Double($0).map { $0 >= 300 && $0 <= ceiling } == true },
+            "the 300 ms request's duration_ms: \(blocked), the client's round trip \(ceiling) ms")
+    let durations = http.compactMap { $0["duration_ms"] as? String }
+    #expect(!durations.isEmpty && durations.allSatisfy { $0.wholeMatch(of: /[0-9]+\.[0-9]/) != nil }, "durations \(durations)")
+}
+
 /// An example server with a 400 ms hang threshold, `/block-event-loop?ms=1500`: the collector gets
 /// a hang report, resolved, with the blocked loop's thread first and blockEventLoop in its frames.
 func checkEventLoopHang(example: String) throws {
@@ -175,6 +189,9 @@ struct HummingbirdTests {
         #expect(get("\(base)/missing") == 404)
         #expect(get("\(base)/no/such/route") == 404)   // no route: the router's middleware sees it too
         #expect(get("\(base)/users/3") == 200)
+        let blockedStart = ContinuousClock.now
+        #expect(get("\(base)/block-event-loop?ms=300") == 200)   // its http breadcrumb's duration: 300 ms up to the round trip
+        let blockedRoundTrip = ContinuousClock.now - blockedStart
         // This launch's session beacon is spooled as the reporter's thread starts, before the
         // launch's first pass (which waits for the app's start-up); waited for here, so that the
         // crash does not come first on a machine where that thread runs late (before the /slow
@@ -219,7 +236,8 @@ struct HummingbirdTests {
         for line in ["GET /hello 200", "GET /orders/{id} 500", "GET /missing 404", "GET (no route) 404", "GET /users/{id} 200"] {
             #expect(messages.contains(line), "\(line) not among \(messages)")
         }
-        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String != "/inflight" }
+        checkHTTPDurations(crash.logs, blockedRoundTrip: blockedRoundTrip)
+        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && !["/inflight", "/block-event-loop"].contains(($0["metadata"] as? [String: Any])?["route"] as? String ?? "") }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
         #expect(requestIDs.count == 5 && requestIDs.allSatisfy { (1...32).contains($0.count) && $0.allSatisfy(\.isHexDigit) },
                 "request ids kept as Hummingbird wrote them: \(requestIDs)")

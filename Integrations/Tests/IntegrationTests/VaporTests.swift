@@ -31,6 +31,9 @@ struct VaporTests {
         #expect(get("\(base)/missing") == 404)
         #expect(get("\(base)/no/such/route") == 404)   // no route: the global middleware sees it too
         #expect(get("\(base)/users/3") == 200)
+        let blockedStart = ContinuousClock.now
+        #expect(get("\(base)/block-event-loop?ms=300") == 200)   // its http breadcrumb's duration: 300 ms up to the round trip
+        let blockedRoundTrip = ContinuousClock.now - blockedStart
         let slow = Thread { _ = get("\(base)/slow", headers: ["traceparent": "00-\(traceID)-b7ad6b7169203331-01"]) }
         slow.start()
         let slower = Thread { _ = get("\(base)/slow") }
@@ -58,7 +61,8 @@ struct VaporTests {
         for line in ["GET /hello 200", "GET /orders/:id 500", "GET /missing 404", "GET (no route) 404", "GET /users/:id 200"] {
             #expect(messages.contains(line), "\(line) not among \(messages)")
         }
-        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String != "/inflight" }
+        checkHTTPDurations(crash.logs, blockedRoundTrip: blockedRoundTrip)
+        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && !["/inflight", "/block-event-loop"].contains(($0["metadata"] as? [String: Any])?["route"] as? String ?? "") }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
         #expect(requestIDs.count == 5 && requestIDs.allSatisfy { UUID(uuidString: $0) != nil },
                 "request ids kept as Vapor wrote them (UUIDs): \(requestIDs)")

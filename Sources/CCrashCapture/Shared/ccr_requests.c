@@ -35,8 +35,15 @@ static uint8_t copy_field(char *destination, size_t capacity, const char *source
     return (uint8_t)length;
 }
 
+uint64_t ccr_request_clock_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
 int ccr_request_begin(const char *method, size_t method_length, const char *route, size_t route_length,
-                      const char *request_id, size_t request_id_length, const char *trace_id, size_t trace_id_length) {
+                      const char *request_id, size_t request_id_length, const char *trace_id, size_t trace_id_length,
+                      uint64_t started_ns) {
     if (__builtin_expect(!atomic_load_explicit(&ccr_global.requests_begun, memory_order_relaxed), 0)) {
         atomic_store_explicit(&ccr_global.requests_begun, 1, memory_order_release);
     }
@@ -51,9 +58,7 @@ int ccr_request_begin(const char *method, size_t method_length, const char *rout
             continue;
         }
         atomic_fetch_add_explicit(&slot->generation, 1, memory_order_release);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        slot->started_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        slot->started_ns = started_ns;
         slot->tid = current_tid();
         slot->method_length = copy_field(slot->method, sizeof slot->method, method, method_length);
         slot->route_length = copy_field(slot->route, sizeof slot->route, route, route_length);

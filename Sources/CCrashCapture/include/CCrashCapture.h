@@ -218,11 +218,16 @@ void ccr_set_crash_line_fd(int fd);
 /// Records that the calling thread started serving a request; a crash report lists the requests in
 /// flight with their route, method, request id, trace id, age and starting thread. Returns a token
 /// for `ccr_request_end` (0 when all 128 slots are taken: the request is counted as dropped).
-/// Lock-free, no allocation after a thread's first call (which reads its thread id and, once per
-/// process, registers a fork hook); async-signal-safe then (clock_gettime, memcpy).
+/// `started_ns`: when it started, on CLOCK_MONOTONIC (ccr_request_clock_ns; the caller keeps it to
+/// time the request, so the clock is read once). Lock-free, no allocation after a thread's first
+/// call (which reads its thread id and, once per process, registers a fork hook);
+/// async-signal-safe then (memcpy).
 int ccr_request_begin(const char *_Nullable method, size_t method_length, const char *_Nullable route, size_t route_length,
                       const char *_Nullable request_id, size_t request_id_length,
-                      const char *_Nullable trace_id, size_t trace_id_length);
+                      const char *_Nullable trace_id, size_t trace_id_length, uint64_t started_ns);
+/// CLOCK_MONOTONIC in nanoseconds: the requests' clock (their age at a crash is read on it).
+/// Async-signal-safe.
+uint64_t ccr_request_clock_ns(void);
 /// Ends what `ccr_request_begin` started (a token of 0 is ignored). Async-signal-safe.
 void ccr_request_end(int token);
 /// Requests begun and not yet ended. Async-signal-safe.
