@@ -9,6 +9,7 @@ import CrashReporting
 @_exported import CrashReportingServerCore
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// Built once: `HTTPField.Name(_:)` validates its text each time.
 private let traceparentField = HTTPField.Name("traceparent")!
@@ -30,6 +31,7 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
 
     public let options: Options
     private let reporter: RequestReporter
+    private let requestIDs = RequestIDText()
 
     public init(options: Options = Options()) {
         self.options = options
@@ -39,7 +41,7 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // The router matched the route before running the route's middleware.
         let reported = reporter.begin(method: request.method.rawValue, route: context.endpointPath ?? "(no route)",
-                                      requestID: context.id, trace: options.trace(request))
+                                      requestID: requestIDs?.text(of: context) ?? context.id, trace: options.trace(request))
         do {
             let response = try await next(request, context)
             reporter.end(reported, status: response.status.code, error: nil)
@@ -47,6 +49,67 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         } catch {
             reporter.end(reported, status: (error as? any HTTPResponseError)?.status.code ?? 500, error: error)
             throw error
+        }
+    }
+}
+
+/// Hummingbird's request id as its `description` writes it (the process's random prefix, then the
+/// id's 64-bit counter as 16 hex digits), made with one allocation: `context.id` formats it through
+/// `String(_:radix:)`, a character count, `String(repeating:)` and two concatenations, which was a
+/// quarter of the middleware's samples in tools/profile-middleware. `RequestID`'s counter is not
+/// public, so it is read as the struct's only 8 bytes; at init two fresh ids are formatted both ways,
+/// and unless both agree (size, layout and format as expected) this is nil and `context.id` is used.
+struct RequestIDText: Sendable {
+    private let prefix: [UInt8]
+
+    init?() {
+        guard MemoryLayout<RequestID>.size == 8, MemoryLayout<RequestID>.stride == 8 else { return nil }
+        var prefix: [UInt8]?
+        for _ in 0..<2 {
+            let probe = RequestID()
+            let text = Array(probe.description.utf8)
+            let digits = Self.digits(of: probe)
+            guard text.count > 16, Array(text.suffix(16)) == digits else { return nil }
+            let head = Array(text.dropLast(16))
+            guard prefix == nil || prefix == head else { return nil }
+            prefix = head
+        }
+        guard let prefix else { return nil }
+        self.prefix = prefix
+    }
+
+    /// The context's request id, or nil when its logger holds no `RequestID` under "hb.request.id".
+    func text<Context: RequestContext>(of context: Context) -> String? {
+        text(of: context.logger)
+    }
+
+    func text(of logger: Logger) -> String? {
+        guard case .stringConvertible(let value)? = logger[metadataKey: "hb.request.id"], let id = value as? RequestID else { return nil }
+        return text(of: id)
+    }
+
+    /// What `id.description` gives.
+    func text(of id: RequestID) -> String {
+        String(unsafeUninitializedCapacity: prefix.count + 16) { buffer in
+            _ = buffer.initialize(from: prefix)
+            Self.writeDigits(of: id, into: UnsafeMutableBufferPointer(rebasing: buffer[prefix.count...]))
+            return prefix.count + 16
+        }
+    }
+
+    /// The id's counter as 16 lower-case hex digits, leading zeros kept, into `out` (16 bytes).
+    private static func writeDigits(of id: RequestID, into out: UnsafeMutableBufferPointer<UInt8>) {
+        let value = unsafeBitCast(id, to: UInt64.self)
+        for position in 0..<16 {
+            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * position)) & 0xF
+            out[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+        }
+    }
+
+    private static func digits(of id: RequestID) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 16) { buffer, count in
+            writeDigits(of: id, into: buffer)
+            count = 16
         }
     }
 }
