@@ -359,6 +359,12 @@ case .contextThenCrash:
     }
     level1(fixture)
 case .namedThreadsThenCrash:
+    // This library's threads are listed by the ids and names they publish as they start. On a
+    // loaded machine a crash within milliseconds of start() can come before the watchdog thread
+    // has run at all (it is then listed as one of the app's threads); these tests are about the
+    // listing, not that race: wait until it has published its id (the pipeline thread, which
+    // made it, published its own before).
+    ccr_watchdog_wait_started(10_000)
     startNamedThreads()
     if ProcessInfo.processInfo.environment["CRASH_FIXTURE_PRINT_THREAD_NAMES"] == "1" {
         // Every thread's own name, as gdb, top -H and a crash read them.
