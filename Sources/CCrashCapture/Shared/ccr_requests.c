@@ -8,6 +8,7 @@
 #include "CCrashCapture.h"
 #include "ccr_requests.h"
 #include "ccr_state.h"
+#include "../CrashTime/ccr_crashtime.h"
 
 ccr_request_table ccr_requests;
 
@@ -36,9 +37,7 @@ static uint8_t copy_field(char *destination, size_t capacity, const char *source
 }
 
 uint64_t ccr_request_clock_ns(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    return ccr_now_ns(CLOCK_MONOTONIC);   // the clock a crash reads the requests' ages on (ccr_record.c)
 }
 
 int ccr_request_begin(const char *method, size_t method_length, const char *route, size_t route_length,
