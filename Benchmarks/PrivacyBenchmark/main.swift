@@ -53,6 +53,30 @@ func median(_ values: [Double]) -> Double { values.isEmpty ? .nan : values.sorte
 func ms(_ duration: Duration) -> Double { Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1e3 }
 
 let clock = ContinuousClock()
+
+// PRIVACY_BENCH_SCANNER=1: the scanner alone, no memo, over the payload's 500 breadcrumb messages
+// and its 64 KiB body, with every detector run on every text (ungated) and as the check runs it.
+if ProcessInfo.processInfo.environment["PRIVACY_BENCH_SCANNER"] == "1" {
+    let payload = makePayload()
+    let messages = payload.logs.map(\.message)
+    guard case .string(let body)? = payload.custom_data["last_request_body"] else { fatalError("no body") }
+    var figures: [String: [Double]] = [:]
+    for _ in 0..<rounds {
+        for (name, scanner) in [("ungated", LeakScanner(gated: false)), ("gated", LeakScanner())] {
+            var found = 0
+            figures["\(name) messages", default: []].append(ms(clock.measure {
+                for message in messages { found += scanner.findings(in: message, key: "message", keyMayBeLabel: false).count }
+            }))
+            figures["\(name) body", default: []].append(ms(clock.measure { found += scanner.findings(in: body, key: "last_request_body", keyMayBeLabel: false).count }))
+            precondition(found == 0, "the scanner found something in the benchmark's payload")
+        }
+    }
+    for part in ["messages", "body"] {
+        let ungated = median(figures["ungated \(part)"]!), gated = median(figures["gated \(part)"]!)
+        print(String(format: "scanner, %@: ungated %6.2f ms, gated %6.2f ms (%.2fx)", part, ungated, gated, ungated / gated))
+    }
+    exit(0)
+}
 var encodeGzip: [Double] = [], redaction: [Double] = [], check: [Double] = [], bodyOnly: [Double] = []
 var checkBodyOnly: [Double] = [], fullPass: [Double] = []
 var passRedaction: [Double] = [], passVerify: [Double] = [], verifyBefore: [Double] = []

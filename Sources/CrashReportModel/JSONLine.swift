@@ -150,12 +150,16 @@ public enum JSONStringReader {
         index += 1   // opening quote
         let start = index
         // Fast path: no escapes.
+        var high: UInt8 = 0
         while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 {
+            high |= bytes[index]
             index += 1
         }
         guard index < bytes.count else { return nil }
         if bytes[index] == UInt8(ascii: "\"") {
-            let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
+            // ASCII is valid UTF-8 as it is: no generic validation (a metadata look-up a call).
+            let text = high < 0x80 ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
             index += 1
             return text
         }

@@ -21,7 +21,11 @@ public struct LeakScanner: Sendable {
         public var description: String { kind.rawValue }
     }
 
-    public init() {}
+    /// False runs every detector on every text, whatever `Needs` says (tests compare the two).
+    let gated: Bool
+
+    public init() { gated = true }
+    @_spi(Benchmarks) public init(gated: Bool) { self.gated = gated }
 
     /// What every request body of the built-in destinations goes through before it is sent
     /// (JSON, or one JSON document per line; gzip'd when `gzipped`): the body with what was found
@@ -50,7 +54,7 @@ public struct LeakScanner: Sendable {
         findings(in: value, key: key, keyMayBeLabel: Self.mayBeLabel(key))
     }
 
-    func findings(in value: String, key: String, keyMayBeLabel: Bool) -> [Finding] {
+    @_spi(Benchmarks) public func findings(in value: String, key: String, keyMayBeLabel: Bool) -> [Finding] {
         guard !value.isEmpty else { return [] }
         let view = NormalisedText(value)
         var found: [(Kind, Range<Int>)]
@@ -71,18 +75,52 @@ public struct LeakScanner: Sendable {
 
     private func spans(_ scalars: [Unicode.Scalar]) -> [(Kind, Range<Int>)] {
         var spans: [(Kind, Range<Int>)] = []
-        Self.awsKeyIDs(scalars, into: &spans)
-        Self.cards(scalars, into: &spans)
-        Self.ssns(scalars, into: &spans)
-        Self.phones(scalars, into: &spans)
-        Self.urlCredentials(scalars, into: &spans)
-        Self.privateKeys(scalars, into: &spans)
+        let needs = Needs(scalars)
+        if !gated || needs.mayHaveAWSKeyID { Self.awsKeyIDs(scalars, into: &spans) }
+        if !gated || needs.mayHaveCard { Self.cards(scalars, into: &spans) }
+        if !gated || needs.mayHaveSSNOrPhone {
+            Self.ssns(scalars, into: &spans)
+            Self.phones(scalars, into: &spans)
+        }
+        if !gated || needs.mayHaveURLCredentials { Self.urlCredentials(scalars, into: &spans) }
+        if !gated || needs.mayHavePrivateKey { Self.privateKeys(scalars, into: &spans) }
         let tokens = Self.tokens(scalars)
-        Self.tokenShapes(scalars, tokens, into: &spans)
+        Self.tokenShapes(scalars, tokens, gated: gated, into: &spans)
         Self.labelled(scalars, tokens, into: &spans)
         Self.obfuscatedEmails(scalars, tokens, into: &spans)
         if let whole = Self.bareSSN(scalars) { spans.append((.ssn, whole)) }
         return spans
+    }
+
+    /// What a detector needs before it can find anything, counted in one walk over the text (counts
+    /// only, so the walk has no branch): a card has 13 digits, an SSN and a phone number 9; an AWS
+    /// key id 20 upper-case letters and digits; URL credentials "://", a second ":" and an "@"; a
+    /// PEM block ten dashes ("-----BEGIN … PRIVATE KEY-----"). A detector whose need is not met is
+    /// not run: it would find nothing (`LeakScannerGateTests` runs both ways).
+    struct Needs {
+        var digits = 0, upperCase = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
+
+        init(_ scalars: [Unicode.Scalar]) {
+            var digits = 0, upperCase = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
+            scalars.withUnsafeBufferPointer { s in
+                for scalar in s {
+                    let value = scalar.value
+                    digits &+= value &- 48 < 10 ? 1 : 0
+                    upperCase &+= value &- 65 < 26 ? 1 : 0
+                    dashes &+= value == 45 ? 1 : 0
+                    colons &+= value == 58 ? 1 : 0
+                    slashes &+= value == 47 ? 1 : 0
+                    ats &+= value == 64 ? 1 : 0
+                }
+            }
+            (self.digits, self.upperCase, self.dashes, self.colons, self.slashes, self.ats) = (digits, upperCase, dashes, colons, slashes, ats)
+        }
+
+        var mayHaveAWSKeyID: Bool { digits + upperCase >= 20 }
+        var mayHaveCard: Bool { digits >= 13 }
+        var mayHaveSSNOrPhone: Bool { digits >= 9 }
+        var mayHaveURLCredentials: Bool { colons >= 2 && slashes >= 2 && ats >= 1 }
+        var mayHavePrivateKey: Bool { dashes >= 10 }
     }
 
     /// Secrets split over neighbouring strings (breadcrumbs, log lines): the last word of each,
@@ -97,6 +135,13 @@ public struct LeakScanner: Sendable {
             for count in 2...3 where start + count <= texts.count {
                 let members = Array(start..<(start + count))
                 guard members.allSatisfy({ tails[$0] != nil }) else { break }
+                // A JWT begins "ey" (its header's "{\""); a split card is two runs of 4–12 digits.
+                let head = views[start].scalars[tails[start]!]
+                let mayBeJWT = head.first == "e" && head.dropFirst().first == "y"
+                let mayBeCard = count == 2 && members.allSatisfy { member in
+                    (4...12).contains(tails[member]!.count) && views[member].scalars[tails[member]!].allSatisfy(Self.isDigit)
+                }
+                guard !gated || mayBeJWT || mayBeCard else { continue }
                 let pieces = members.map { Array(views[$0].scalars[tails[$0]!]) }
                 let joined = pieces.flatMap { $0 }
                 let dotted = Array(pieces.map { String(String.UnicodeScalarView($0)) }.joined(separator: ".").unicodeScalars)
@@ -145,21 +190,26 @@ public struct LeakScanner: Sendable {
         return sum % 10 == 0
     }
 
+    @inline(__always) static func isCardSeparator(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == " " || scalar == "-" || scalar == "." || scalar == "/" || scalar == "_"
+    }
+
     /// Runs of digits with up to two separators between them (space, dash, dot, slash,
     /// underscore: the normaliser made every space-like character a space); every window of
     /// 13–19 digits that starts and ends at a group boundary is tried.
     private static func cards(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
         var index = 0
+        var groups: [(start: Int, end: Int)] = []
         while index < s.count {
             guard isDigit(s[index]), index == 0 || !isWordScalar(s[index - 1]) else { index += 1; continue }
-            var groups: [(start: Int, end: Int)] = []
+            groups.removeAll(keepingCapacity: true)
             var cursor = index
             while cursor < s.count, isDigit(s[cursor]) {
                 let start = cursor
                 while cursor < s.count, isDigit(s[cursor]) { cursor += 1 }
                 groups.append((start, cursor))
                 var gap = cursor
-                while gap < s.count, gap - cursor < 2, [" ", "-", ".", "/", "_"].contains(s[gap]) { gap += 1 }
+                while gap < s.count, gap - cursor < 2, isCardSeparator(s[gap]) { gap += 1 }
                 guard gap > cursor, gap < s.count, isDigit(s[gap]), groups.count < 24 else { break }
                 cursor = gap
             }
@@ -373,8 +423,19 @@ public struct LeakScanner: Sendable {
         return tokens
     }
 
-    private static func lastWord(_ s: [Unicode.Scalar]) -> Range<Int>? {
-        tokens(s).last.flatMap { $0.range.count >= 4 ? $0.range : nil }
+    /// The last of `tokens(s)`, when it has 4 characters or more; found from the end.
+    static func lastWord(_ s: [Unicode.Scalar]) -> Range<Int>? {
+        var end = s.count
+        while end > 0 {
+            while end > 0, isSeparator(s[end - 1]) { end -= 1 }
+            var start = end
+            while start > 0, !isSeparator(s[start - 1]) { start -= 1 }
+            var trimmed = end
+            while trimmed > start, s[trimmed - 1] == "." || s[trimmed - 1] == "," || s[trimmed - 1] == "-" { trimmed -= 1 }
+            if trimmed > start { return trimmed - start >= 4 ? start..<trimmed : nil }
+            end = start   // a run of sentence punctuation alone is no word: the one before it
+        }
+        return nil
     }
 
     /// Provider key formats: prefix, shortest rest, and what the rest is made of.
@@ -404,14 +465,26 @@ public struct LeakScanner: Sendable {
         }
     }
 
-    private static func tokenShapes(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
+    private static func tokenShapes(_ s: [Unicode.Scalar], _ tokens: [Token], gated: Bool, into spans: inout [(Kind, Range<Int>)]) {
         for token in tokens where token.range.count >= 5 {   // shape(of:) needs 5 or more
+            if gated, token.range.count < shortestLongShape, !mayHaveShortShape(s[token.range]) { continue }
             let word = Array(s[token.range])
             if let kind = shape(of: word) { spans.append((kind, token.range)) }
         }
     }
 
     static let providerPrefixScalars = providerPrefixes.map { (Array($0.prefix.unicodeScalars), $0.minRest, $0.charset) }
+    /// The fewest characters a high-entropy word (20) or a provider key (its prefix and shortest
+    /// rest: 24 today) has.
+    static let shortestLongShape = min(20, providerPrefixes.map { $0.prefix.unicodeScalars.count + $0.minRest }.min() ?? 0)
+
+    /// Whether `shape(of:)` can find anything in a word shorter than `shortestLongShape`: an email
+    /// has "@" (`shape(of:)` asks for one before `isEmail`), a JWT or a piece of one begins with
+    /// "e" and has 10 characters or more.
+    static func mayHaveShortShape(_ word: ArraySlice<Unicode.Scalar>) -> Bool {
+        if word.count >= 10, word.first == "e" { return true }
+        return word.contains("@")
+    }
 
     static func shape(of word: [Unicode.Scalar]) -> Kind? {
         if word.count >= 5, word.contains("@"), isEmail(word) { return .email }   // "jo@x.io" is short
@@ -680,8 +753,11 @@ public struct LeakScanner: Sendable {
 
     private static func labelled(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
         guard tokens.count >= 2 else { return }
-        var foldedWords = [String?](repeating: nil, count: tokens.count)
+        // Read once here, not at every word: each use of a static set retains and releases it.
+        let bareLabelStarts = Self.bareLabelStarts, labelTails = Self.labelTails
+        var foldedWords: [String?] = []   // made at the first word folded: most texts have none
         func folded(_ index: Int) -> String {
+            if foldedWords.isEmpty { foldedWords = [String?](repeating: nil, count: tokens.count) }
             if let known = foldedWords[index] { return known }
             let word = s[tokens[index].range]
             let result: String
@@ -712,9 +788,9 @@ public struct LeakScanner: Sendable {
             // of `bareLabelStarts` (or are in another script); most words of prose are passed over unfolded.
             if spacedGap {
                 let first = s[tokens[index].range.lowerBound]
-                guard first.value >= 128 || Self.bareLabelStarts.contains(Unicode.Scalar(first.value | 0x20) ?? first) || first == "-" else { continue }
+                guard first.value >= 128 || bareLabelStarts.contains(Unicode.Scalar(first.value | 0x20) ?? first) || first == "-" else { continue }
             }
-            if let tail = Self.asciiTail(s[tokens[index].range]), !Self.labelTails.contains(tail) { continue }
+            if let tail = Self.asciiTail(s[tokens[index].range]), !labelTails.contains(tail) { continue }
             // The label: this word, or it with the one or two before it ("mot de passe", "2FA code"):
             // wider only when this word ends a label of several words.
             var label: String?
@@ -797,13 +873,19 @@ struct NormalisedText {
 
     init(_ text: String) {
         original = text
-        var plainASCII = true
-        for byte in text.utf8 where byte >= 128 || byte == UInt8(ascii: "%") || byte == UInt8(ascii: "&") {
-            plainASCII = false
-            break
+        // Plain ASCII with nothing to decode ("%", "&"): each byte is its scalar.
+        var contiguous = text
+        let plain: [Unicode.Scalar]? = contiguous.withUTF8 { bytes in
+            var special = false
+            for byte in bytes { special = special || byte >= 128 || byte == UInt8(ascii: "%") || byte == UInt8(ascii: "&") }
+            guard !special else { return nil }
+            return [Unicode.Scalar](unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
+                for index in bytes.indices { buffer.initializeElement(at: index, to: Unicode.Scalar(bytes[index])) }
+                initialized = bytes.count
+            }
         }
-        if plainASCII {
-            scalars = text.utf8.map { Unicode.Scalar($0) }
+        if let plain {
+            scalars = plain
             return
         }
         let source = Array(text.unicodeScalars)

@@ -209,12 +209,20 @@ enum OutgoingCheck {
 /// One body's strings repeat (keys, breadcrumbs shared by records): each is scanned once.
 final class MemoScanner {
     let scanner: LeakScanner
-    private var clean: Set<String> = []
+    /// A text found clean, with the key it was read under (nil: read alone).
+    private struct Read: Hashable {
+        let key: String?
+        let text: String
+    }
+    private var clean: Set<Read> = []
     private var labelKeys: [String: Bool] = [:]
 
     private var correlationKeys: [String: Bool] = [:]
 
-    init(_ scanner: LeakScanner) { self.scanner = scanner }
+    init(_ scanner: LeakScanner) {
+        self.scanner = scanner
+        clean.reserveCapacity(256)   // a payload's keys and breadcrumbs: fewer rehashes as it fills
+    }
 
     func isCorrelationKey(_ key: String) -> Bool {
         if let known = correlationKeys[key] { return known }
@@ -224,7 +232,7 @@ final class MemoScanner {
     }
 
     func findings(in text: String, key: String?) -> [LeakScanner.Finding] {
-        let memoKey = key.map { $0 + "\u{0}" + text } ?? text
+        let memoKey = Read(key: key, text: text)
         if clean.contains(memoKey) { return [] }
         let found: [LeakScanner.Finding]
         if let key {

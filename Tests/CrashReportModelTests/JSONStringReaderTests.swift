@@ -1,0 +1,39 @@
+// `JSONStringReader` reads a string with no escape straight from its bytes: ASCII as it is,
+// anything else checked as UTF-8. Either way it must give what `String(validating:as:)` gives.
+import CrashReportModel
+import CrashTestSupport
+import Testing
+
+@Suite("JSON string reader")
+struct JSONStringReaderTests {
+    static func read(_ body: [UInt8]) -> (text: String?, end: Int) {
+        let quoted = [UInt8(ascii: "\"")] + body + [UInt8(ascii: "\""), UInt8(ascii: ",")]
+        return quoted.withUnsafeBufferPointer { bytes in
+            var index = 0
+            let text = JSONStringReader.read(bytes, at: &index)
+            return (text, index)
+        }
+    }
+
+    @Test("strings without escapes, ASCII or not, valid UTF-8 or not: as String(validating:) reads them")
+    func unescaped() {
+        var random = SeededGenerator(state: 1128)
+        let pieces: [[UInt8]] = [Array("plain ascii 0123 ~\u{7F}".utf8), Array("é".utf8), Array("日本".utf8), Array("😀".utf8),
+                                 [0xC3], [0xE6, 0x97], [0xFF], [0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xC0, 0xAF]]
+        var ascii = 0, other = 0, refused = 0
+        for _ in 0..<5000 {
+            var body: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...6, using: &random) {
+                // Mostly ASCII, as a payload is.
+                body += Int.random(in: 0..<3, using: &random) == 0 ? pieces[Int.random(in: 0..<pieces.count, using: &random)] : pieces[0]
+            }
+            let (text, end) = Self.read(body)
+            let expected = String(validating: body, as: UTF8.self)
+            #expect(text == expected, "\(body)")
+            #expect(text.map { Array($0.utf8) == body } ?? true, "\(body)")
+            if text != nil { #expect(end == body.count + 2) }
+            if expected == nil { refused += 1 } else if body.allSatisfy({ $0 < 0x80 }) { ascii += 1 } else { other += 1 }
+        }
+        #expect(ascii > 100 && other > 100 && refused > 100, "\(ascii) \(other) \(refused)")
+    }
+}

@@ -1,0 +1,136 @@
+// The scanner's gates (Decision 0050): a detector runs only when the text has what it needs
+// (`LeakScanner.Needs`, `mayHaveShortShape`, the split-secret check's first look). A gate may
+// only save work: with every detector run on every text (`LeakScanner(gated: false)`) the
+// findings must be the same, over the corpora and over seeded texts built near each gate's edge.
+import CrashTestSupport
+import Foundation
+import Testing
+@_spi(Benchmarks) @testable import CrashReporting
+
+@Suite("Leak scanner: gates")
+struct LeakScannerGateTests {
+    static let gated = LeakScanner()
+    static let ungated = LeakScanner(gated: false)
+
+    /// Pieces of text at each gate's edge: the fewest digits a card (13), an SSN or a phone
+    /// number (9) has, AWS key ids of exactly 20 characters, URL credentials with no path, PEM
+    /// blocks with no END line, short words
+    /// with "@" or beginning with "e", provider keys at their shortest, JWT pieces, and
+    /// near misses of each.
+    static func piece(_ random: inout SeededGenerator) -> String {
+        func digits(_ count: Int) -> String { String((0..<count).map { _ in Character(String(Int.random(in: 0...9, using: &random))) }) }
+        func upperAlnum(_ count: Int) -> String {
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+            return String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })
+        }
+        func alnum(_ count: Int) -> String {
+            let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+            return String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })
+        }
+        /// A number that passes the card check (issuer 4 or 51–55), of `count` digits.
+        func card(_ count: Int) -> String {
+            var body = (Bool.random(using: &random) ? [4] : [5, Int.random(in: 1...5, using: &random)])
+            while body.count < count - 1 { body.append(Int.random(in: 0...9, using: &random)) }
+            var sum = 0
+            for (offset, digit) in body.reversed().enumerated() {
+                let value = offset % 2 == 0 ? digit * 2 : digit
+                sum += value > 9 ? value - 9 : value
+            }
+            body.append((10 - sum % 10) % 10)
+            return body.map(String.init).joined()
+        }
+        func grouped(_ text: String) -> String {
+            let separator = [" ", "-", ".", "", "  ", "\u{A0}"][Int.random(in: 0..<6, using: &random)]
+            var out = ""
+            for (index, character) in text.enumerated() {
+                if index > 0, index % 4 == 0 { out += separator }
+                out.append(character)
+            }
+            return out
+        }
+        switch Int.random(in: 0..<24, using: &random) {
+        case 0: return card(13)
+        case 1: return grouped(card(Int.random(in: 13...19, using: &random)))
+        case 2: return digits(Int.random(in: 8...14, using: &random))
+        case 3: return "\(digits(3))-\(digits(2))-\(digits(4))"
+        case 4: return "ssn \(digits(3)) \(digits(2)) \(digits(4))"
+        case 5: return "+\(Int.random(in: 1...9, using: &random)) \(digits(3)) \(digits(Int.random(in: 3...4, using: &random))) \(digits(Int.random(in: 2...4, using: &random)))"
+        case 6: return "00\(Int.random(in: 1...9, using: &random))\(digits(2)) \(digits(Int.random(in: 2...5, using: &random)))"
+        case 7: return ["AKIA", "ASIA", "AROA"][Int.random(in: 0..<3, using: &random)] + upperAlnum(Int.random(in: 15...17, using: &random))
+        case 8: return "https://\(alnum(4)):\(alnum(Int.random(in: 1...8, using: &random)))@db.example.com" + (Bool.random(using: &random) ? "/x" : "")
+        case 9: return ["://", ":/", "//", "s://a@b", "x://:@"][Int.random(in: 0..<5, using: &random)]
+        case 10: return "-----BEGIN \(["", "RSA ", "EC "][Int.random(in: 0..<3, using: &random)])PRIVATE KEY-----\n\(alnum(24))" + (Bool.random(using: &random) ? "\n-----END PRIVATE KEY-----" : "")
+        case 11: return ["----", "-----", "---BEGIN PRIVATE KEY-----"][Int.random(in: 0..<3, using: &random)]
+        case 12: return "\(alnum(Int.random(in: 1...5, using: &random)))@\(alnum(Int.random(in: 1...6, using: &random))).\(["io", "com", "d", "x1"][Int.random(in: 0..<4, using: &random)])"
+        case 13: return ["eyJhbGciOiJIUzI1NiJ9", "eyJzdWIiOiIxMjM0NTY3ODkwIn0", "eyJ4In0", "eyJhbGc", "eyJhbGciOi.eyJzdWIiOiIx.c2lnbmF0dXJl", "e" + alnum(9)][Int.random(in: 0..<6, using: &random)]
+        case 14: return ["sk_live_", "pk_live_", "xoxb-", "ya29.", "glpat-", "ghp_", "sk-proj-"][Int.random(in: 0..<7, using: &random)] + alnum(Int.random(in: 14...31, using: &random))
+        case 15: return alnum(Int.random(in: 18...22, using: &random))
+        case 16: return ["jane at example dot com", "jane (at) example.com", "jo AT mail . co.uk", "at", "@"][Int.random(in: 0..<5, using: &random)]
+        case 17: return ["password:", "pw=", "token", "--password", "passwd", "2FA code", "Authorization: Bearer"][Int.random(in: 0..<7, using: &random)]
+        case 18: return alnum(3) + ["%40", "%2540", "%25"][Int.random(in: 0..<3, using: &random)] + alnum(3) + ".io"
+        case 19: return String(repeating: [".", ",", "-"][Int.random(in: 0..<3, using: &random)], count: Int.random(in: 1...3, using: &random))
+        case 20: return ["１２３４", "٤١١١", "ｅｙＪ", "＠", "\u{2212}"][Int.random(in: 0..<5, using: &random)]
+        default: return ["GET", "/v1/orders/:id", "200", "in", "ms", "order", "ok", "fine", "10.0.3.7", "x", "(", ")", "\"", "=", ":", ",", ";"][Int.random(in: 0..<17, using: &random)]
+        }
+    }
+
+    static func texts(count: Int, seed: UInt64) -> [String] {
+        var random = SeededGenerator(state: seed)
+        return (0..<count).map { _ in
+            let pieces = (0..<Int.random(in: 1...6, using: &random)).map { _ in piece(&random) }
+            let joiners = [" ", "", "=", ": ", "\n", ", ", "\""]
+            return pieces.reduce("") { $0.isEmpty ? $1 : $0 + joiners[Int.random(in: 0..<joiners.count, using: &random)] + $1 }
+        }
+    }
+
+    static func corpusTexts() throws -> [(key: String?, text: String)] {
+        let corpus = try LeakCorpusTests.load()
+        return corpus.leaks.map { ($0.key, $0.text) } + corpus.benign.map { ($0.key, $0.text) }
+            + corpus.split.flatMap { $0.breadcrumbs.map { (nil, $0) } }
+    }
+
+    @Test("gated and ungated find the same, text by text: the corpora and 8,000 seeded texts near the gates")
+    func gatedAgreesWithUngated() throws {
+        var cases = try Self.corpusTexts()
+        cases += Self.texts(count: 8000, seed: 2_026_112_8).map { (nil, $0) }
+        var found = 0
+        for (key, text) in cases {
+            let alone = Self.gated.findings(in: text)
+            #expect(alone == Self.ungated.findings(in: text), "\(text)")
+            for key in [key ?? "note", "password"] {
+                let keyed = Self.gated.findings(in: text, key: key)
+                #expect(keyed == Self.ungated.findings(in: text, key: key), "\(key): \(text)")
+            }
+            found += alone.isEmpty ? 0 : 1
+        }
+        // The seeded texts hit the detectors, not only the gates' early answers.
+        #expect(found > cases.count / 4, "\(found) of \(cases.count)")
+    }
+
+    @Test("neighbouring texts: gated and ungated find the same split secrets")
+    func acrossAgrees() throws {
+        let corpus = try LeakCorpusTests.load()
+        var groups = corpus.split.map(\.breadcrumbs)
+        let seeded = Self.texts(count: 3000, seed: 77)
+        groups += stride(from: 0, to: seeded.count, by: 3).map { Array(seeded[$0..<min(seeded.count, $0 + 3)]) }
+        var found = 0
+        for texts in groups {
+            let across = Self.gated.findingsAcross(texts)
+            #expect(across == Self.ungated.findingsAcross(texts), "\(texts)")
+            found += across.contains { !$0.isEmpty } ? 1 : 0
+        }
+        #expect(found >= corpus.split.count, "\(found)")
+    }
+
+    @Test("the last word, found from the end, is the last of the words")
+    func lastWordFromTheEnd() throws {
+        var texts = try Self.corpusTexts().map(\.text)
+        texts += Self.texts(count: 5000, seed: 5)
+        texts += ["", " ", "...", "abcd.", "abcd ...", "word, ..", "abc", "abcd", "abcd -", "x: abcd--", "tail\u{3000}", "ab cd ef."]
+        for text in texts {
+            let scalars = NormalisedText(text).scalars
+            let expected = LeakScanner.tokens(scalars).last.flatMap { $0.range.count >= 4 ? $0.range : nil }
+            #expect(LeakScanner.lastWord(scalars) == expected, "\(text)")
+        }
+    }
+}
