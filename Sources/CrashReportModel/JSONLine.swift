@@ -129,6 +129,33 @@ public enum JSONStringReader {
     /// The string whose opening quote is at `index`; `index` ends past its closing quote. Nil for
     /// what JSON does not allow: a control character, a bad escape, a lone surrogate, bytes that
     /// are not UTF-8, no closing quote.
+    /// Where the run of bytes a JSON string holds as they are ends, from `start`: the index of the
+    /// first quote, backslash or control character (below 0x20), or `bytes.count`; and whether the
+    /// run is ASCII. Eight bytes at a time: a word has a byte below n (n <= 0x80) exactly when
+    /// (w - 0x01…01 * n) & ~w & 0x80…80 is not zero, and a byte equal to c when w ^ (0x01…01 * c)
+    /// has a byte below 1; the word that has one is read byte by byte.
+    public static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, ascii: Bool) {
+        guard let base = bytes.baseAddress, start < bytes.count else { return (max(start, bytes.count), true) }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func below(_ word: UInt64, _ n: UInt64) -> Bool { (word &- ones &* n) & ~word & highs != 0 }
+        var index = start
+        var seen: UInt64 = 0
+        while index + 8 <= bytes.count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            if below(word, 0x20) || below(word ^ (ones &* 0x22), 1) || below(word ^ (ones &* 0x5C), 1) { break }
+            seen |= word
+            index += 8
+        }
+        var high = UInt8(truncatingIfNeeded: (seen & highs) == 0 ? 0 : 0x80)
+        while index < bytes.count {
+            let byte = base[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+            high |= byte
+            index += 1
+        }
+        return (index, high < 0x80)
+    }
+
     public static func read(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> String? {
         func hex4() -> UInt32? {
             guard index + 4 <= bytes.count else { return nil }
@@ -150,16 +177,13 @@ public enum JSONStringReader {
         index += 1   // opening quote
         let start = index
         // Fast path: no escapes.
-        var high: UInt8 = 0
-        while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 {
-            high |= bytes[index]
-            index += 1
-        }
+        let (end, ascii) = plainRun(bytes, from: start)
+        index = end
         guard index < bytes.count else { return nil }
         if bytes[index] == UInt8(ascii: "\"") {
             let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
             // ASCII is valid UTF-8 as it is: no generic validation (a metadata look-up a call).
-            let text = high < 0x80 ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
+            let text = ascii ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
             index += 1
             return text
         }

@@ -37,3 +37,31 @@ struct JSONStringReaderTests {
         #expect(ascii > 100 && other > 100 && refused > 100, "\(ascii) \(other) \(refused)")
     }
 }
+
+extension JSONStringReaderTests {
+    @Test("the plain run ends at the first quote, backslash or control byte, at every position of a word and past it")
+    func plainRunByPosition() {
+        let stops: [UInt8] = [0x22, 0x5C, 0x00, 0x1F, 0x0A]
+        let goes: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+        var checked = 0
+        for length in 0...21 {
+            for position in 0...length {
+                for stop in stops + [nil] where stop != nil || position == length {
+                    for fill in goes {
+                        var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                        if position < length { bytes[(position + 3) % length] = fill }
+                        if let stop, position < length { bytes[position] = stop }
+                        for start in [0, 1, 7, 8, 9] where start <= length {
+                            let end = bytes[start...].firstIndex { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } ?? bytes.count
+                            let result = bytes.withUnsafeBufferPointer { JSONStringReader.plainRun($0, from: start) }
+                            #expect(result.end == end, "\(bytes) from \(start)")
+                            #expect(result.ascii == bytes[start..<end].allSatisfy { $0 < 0x80 }, "\(bytes) from \(start)")
+                            checked += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked > 10_000, "\(checked)")
+    }
+}

@@ -134,3 +134,26 @@ struct LeakScannerGateTests {
         }
     }
 }
+
+@Suite("Outgoing check: the memo")
+struct OutgoingMemoTests {
+    @Test("a value found clean under one key is read again under a label, in either order; a name is read as a name too")
+    func labelNotShared() throws {
+        for body in [#"{"note":"hunter22x","password":"hunter22x"}"#, #"{"password":"hunter22x","note":"hunter22x"}"#,
+                     #"{"logs":[{"message":"pw","msg":"x"},{"pin":"4921"}],"extra":{"status":"4921","pin":"4921"}}"#] {
+            let cleaned = try #require(OutgoingCheck.cleaned(Data(body.utf8), gzipped: false), "\(body)")
+            let text = String(decoding: cleaned.body, as: UTF8.self)
+            #expect(cleaned.kinds.contains("labelled-secret"), "\(text)")
+            #expect(!text.contains(#""password":"hunter22x""#) && !text.contains(#""pin":"4921""#), "\(text)")
+        }
+        // The same text under two keys that are no label is read once and found clean under both.
+        let memo = MemoScanner(LeakScanner())
+        #expect(memo.findings(in: "order 42 shipped", key: "note").isEmpty)
+        #expect(memo.findings(in: "order 42 shipped", key: "status").isEmpty)
+        // A key's facts: as a name alone, as a machine field, as a correlation id, as a label.
+        #expect(memo.facts("jane.doe@example.com").found && !memo.facts("note").found)
+        #expect(memo.facts("Build_ID").machine && !memo.facts("note").machine)
+        #expect(memo.facts("X-Request-Id").correlation && !memo.facts("request").correlation)
+        #expect(memo.facts("db_password").mayBeLabel && !memo.facts("note").mayBeLabel)
+    }
+}

@@ -3,6 +3,7 @@
 // method, request id, trace id, age, and whether it started on the crashing thread). The table is
 // 128 fixed slots in static memory, read by the signal handler without locks.
 import CCrashCapture
+import CrashReportModel
 
 extension CrashReporter {
     /// A request's slot in the table; pass it to `endRequest`.
@@ -139,27 +140,11 @@ private struct PlainBytes {
         if copied != true { failed = true }
     }
 
-    /// Whether any byte is one a JSON string escapes: below 0x20, a quote or a backslash. Eight
-    /// bytes at a time (a byte loop was a tenth of the middleware's samples in
-    /// tools/profile-middleware): a word has a byte below n (n <= 0x80) exactly when
-    /// (w - 0x01…01 * n) & ~w & 0x80…80 is not zero, and a byte equal to c when w ^ (0x01…01 * c)
-    /// has a byte below 1.
+    /// Whether any byte is one a JSON string escapes: below 0x20, a quote or a backslash (eight
+    /// bytes at a time: a byte loop was a tenth of the middleware's samples in
+    /// tools/profile-middleware).
     static func needsEscape(_ source: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = source.baseAddress else { return false }
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        func below(_ word: UInt64, _ n: UInt64) -> Bool { (word &- ones &* n) & ~word & highs != 0 }
-        var index = 0
-        while index + 8 <= source.count {
-            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-            if below(word, 0x20) || below(word ^ (ones &* 0x22), 1) || below(word ^ (ones &* 0x5C), 1) { return true }
-            index += 8
-        }
-        while index < source.count {
-            let byte = base[index]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
-            index += 1
-        }
-        return false
+        JSONStringReader.plainRun(source, from: 0).end < source.count
     }
 
     mutating func quoted(_ text: String) {

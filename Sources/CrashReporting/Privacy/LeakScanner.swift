@@ -633,8 +633,11 @@ public struct LeakScanner: Sendable {
             let range = tokens[index].range
             return range.lowerBound > 0 && ["[", "(", "{", "<"].contains(s[range.lowerBound - 1])
         }
-        func isLocal(_ text: String) -> Bool {
-            text.unicodeScalars.contains(where: isASCIILetter) && text.unicodeScalars.allSatisfy { isWordScalar($0) || $0 == "." || $0 == "_" || $0 == "-" || $0 == "+" }
+        /// Whether the word at `index` can be an address's local part or a domain label (read from
+        /// its scalars: most words are no such thing, and making a `String` of each costs more).
+        func isLocal(_ index: Int) -> Bool {
+            let text = s[tokens[index].range]
+            return text.contains(where: isASCIILetter) && text.allSatisfy { isWordScalar($0) || $0 == "." || $0 == "_" || $0 == "-" || $0 == "+" }
         }
         func isMarker(_ index: Int) -> Bool {
             let range = tokens[index].range
@@ -644,8 +647,7 @@ public struct LeakScanner: Sendable {
         var index = 0
         while index + 2 < tokens.count {
             guard isMarker(index + 1) else { index += 1; continue }
-            let marker = word(index + 1)
-            guard isLocal(word(index)), isLocal(word(index + 2)) else { index += 1; continue }
+            guard isLocal(index), isLocal(index + 2) else { index += 1; continue }
             var last = index + 2
             var dots = 0
             while last + 1 < tokens.count {
@@ -653,16 +655,17 @@ public struct LeakScanner: Sendable {
                 let gap = s[tokens[last].range.upperBound..<tokens[last + 1].range.lowerBound]
                 // " . " between spaces, not a sentence's end ("failed at startup. Retrying").
                 if gap.count >= 3, gap.first == " ", gap.last == " ", gap.filter({ $0 == "." }).count == 1,
-                   gap.allSatisfy({ $0 == " " || $0 == "." }), isLocal(word(last + 1)) {
+                   gap.allSatisfy({ $0 == " " || $0 == "." }), isLocal(last + 1) {
                     last += 1
                     dots += 1
-                } else if last + 2 < tokens.count, word(last + 1).lowercased() == "dot", isLocal(word(last + 2)) {
+                } else if last + 2 < tokens.count, word(last + 1).lowercased() == "dot", isLocal(last + 2) {
                     last += 2
                     dots += 1
                 } else {
                     break
                 }
             }
+            let marker = word(index + 1)
             let strong = bracketed(index + 1) || marker == "AT" || marker == "@"
             if dots > 0 || (strong && word(index + 2).contains(".")) {
                 spans.append((.email, tokens[index].range.lowerBound..<tokens[last].range.upperBound))

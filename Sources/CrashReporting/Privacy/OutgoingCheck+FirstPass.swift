@@ -17,7 +17,7 @@ extension OutgoingCheck {
                 var pass = FirstPass(json: JSONBytes(bytes), scanner: scanner)
                 do {
                     pass.json.skipSpace()
-                    _ = try pass.value(key: nil, depth: 0)
+                    _ = try pass.value(key: nil, facts: nil, depth: 0)
                     pass.json.skipSpace()
                     return pass.json.atEnd
                 } catch {
@@ -52,36 +52,30 @@ struct FirstPass {
 
     var json: JSONBytes
     let scanner: MemoScanner
-    private var machine: [String: Bool] = [:]
 
     init(json: JSONBytes, scanner: MemoScanner) {
         self.json = json
         self.scanner = scanner
     }
 
-    mutating func value(key: String?, depth: Int) throws -> Value {
+    /// `facts`: the key's (`MemoScanner.facts`), nil exactly when `key` is nil.
+    mutating func value(key: String?, facts: MemoScanner.KeyFacts?, depth: Int) throws -> Value {
         guard depth < JSONBytes.maxDepth else { throw JSONBytes.Unsure() }
         switch json.peek() {
         case UInt8(ascii: "{"): return try object(depth: depth)
-        case UInt8(ascii: "["): return try array(key: key, depth: depth)
+        case UInt8(ascii: "["): return try array(key: key, facts: facts, depth: depth)
         case UInt8(ascii: "\""):
             let text = try json.string()
-            if !OutgoingCheck.stringFindings(text, key: key, scanner).isEmpty { throw Found() }
+            if !OutgoingCheck.stringFindings(text, key: key, facts: facts, scanner).isEmpty { throw Found() }
             return .text(text)
         case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
             _ = try json.literal()
         default:
             // Under a key the full pass reads a number as its digits (booleans it leaves alone).
-            if let digits = try json.number(digits: key != nil), let key, !scanner.findings(in: digits, key: key).isEmpty { throw Found() }
+            if let digits = try json.number(digits: key != nil), let key, let facts,
+               !scanner.findings(in: digits, key: key, facts: facts).isEmpty { throw Found() }
         }
         return .other
-    }
-
-    private mutating func isMachineKey(_ name: String) -> Bool {
-        if let known = machine[name] { return known }
-        let answer = OutgoingCheck.machineKeys.contains(name.lowercased())
-        if machine.count < 10_000 { machine[name] = answer }
-        return answer
     }
 
     private mutating func object(depth: Int) throws -> Value {
@@ -90,14 +84,15 @@ struct FirstPass {
         var message: Value?, msg: Value?
         repeat {
             let name = try json.name()
-            if !scanner.findings(in: name, key: nil).isEmpty { throw Found() }
+            let facts = scanner.facts(name)
+            if facts.found { throw Found() }
             let isMessage = name == "message", isMsg = name == "msg"
             let child: Value
-            if !isMessage && !isMsg && isMachineKey(name) {
+            if !isMessage && !isMsg && facts.machine {
                 try json.skipValue(depth: depth + 1)
                 child = .other
             } else {
-                child = try value(key: name, depth: depth + 1)
+                child = try value(key: name, facts: facts, depth: depth + 1)
             }
             // A repeated member: which one the full pass keeps is Foundation's choice.
             if isMessage {
@@ -112,11 +107,11 @@ struct FirstPass {
         return .object(message: nil)
     }
 
-    private mutating func array(key: String?, depth: Int) throws -> Value {
+    private mutating func array(key: String?, facts: MemoScanner.KeyFacts?, depth: Int) throws -> Value {
         guard !json.open() else { return .other }
         var texts: [String] = []
         repeat {
-            if let text = try value(key: key, depth: depth + 1).acrossText { texts.append(text) }
+            if let text = try value(key: key, facts: facts, depth: depth + 1).acrossText { texts.append(text) }
         } while try json.another(UInt8(ascii: "]"))
         if texts.count > 1, scanner.scanner.findingsAcross(texts).contains(where: { !$0.isEmpty }) { throw Found() }
         return .other

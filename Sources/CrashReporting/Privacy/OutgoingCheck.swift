@@ -49,7 +49,7 @@ enum OutgoingCheck {
         }
         guard !plain.isEmpty else { return nil }
         var kinds: [String] = []
-        let scanner = MemoScanner(scanner)
+        let scanner = MemoScanner(scanner, expectedTexts: plain.count / 64)
         var lines = Self.lines(of: plain)
         if firstPass, nothingToMask(lines, scanner) { return nil }
         var changed = false
@@ -134,14 +134,19 @@ enum OutgoingCheck {
     /// What is found in a string value under `key` (nil: the body's top level): read with its key,
     /// except an id that joins a report to a server's logs. Both passes read strings this way.
     static func stringFindings(_ text: String, key: String?, _ scanner: MemoScanner) -> [LeakScanner.Finding] {
+        stringFindings(text, key: key, facts: key.map(scanner.facts), scanner)
+    }
+
+    /// The same, with the key's facts already looked up (`facts` is nil exactly when `key` is).
+    static func stringFindings(_ text: String, key: String?, facts: MemoScanner.KeyFacts?, _ scanner: MemoScanner) -> [LeakScanner.Finding] {
         guard !text.isEmpty else { return [] }
-        guard let key else { return scanner.findings(in: text, key: nil) }
-        if scanner.isCorrelationKey(key) {
+        guard let key, let facts else { return scanner.findings(in: text, key: nil) }
+        if facts.correlation {
             // An id looks random by design ("req_q257VAfC0YMttM"): only known secret formats count.
             if text.utf8.allSatisfy({ isASCIIHexDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) { return [] }
             return scanner.findings(in: text, key: nil)
         }
-        return scanner.findings(in: text, key: key)
+        return scanner.findings(in: text, key: key, facts: facts)
     }
 
     /// A string is read with its key (`LeakScanner.findings(in:key:)`: "password=hunter2", and
@@ -209,40 +214,62 @@ enum OutgoingCheck {
 /// One body's strings repeat (keys, breadcrumbs shared by records): each is scanned once.
 final class MemoScanner {
     let scanner: LeakScanner
-    /// A text found clean, with the key it was read under (nil: read alone).
+
+    /// What a key (an object member's name) is, looked up once per distinct key: whether the name
+    /// alone has a finding, whether its value is a machine fact or a correlation id, and whether it
+    /// may be a label ("password") that a value is read after.
+    struct KeyFacts {
+        let found: Bool
+        let machine: Bool
+        let correlation: Bool
+        let mayBeLabel: Bool
+    }
+    private var keys: [String: KeyFacts] = [:]
+
+    /// A text found clean: read alone, or as a value under a key. Under a key that may be a label
+    /// the key is read with it ("password=…"); under any other key the reading does not depend on
+    /// the key, so one entry serves every such key.
     private struct Read: Hashable {
-        let key: String?
+        let keyed: Bool
+        let label: String?
         let text: String
     }
     private var clean: Set<Read> = []
-    private var labelKeys: [String: Bool] = [:]
 
-    private var correlationKeys: [String: Bool] = [:]
-
-    init(_ scanner: LeakScanner) {
+    /// `expectedTexts`: about how many distinct texts the body has (a payload's keys and
+    /// breadcrumbs), so that the memo is not rehashed as it fills.
+    init(_ scanner: LeakScanner, expectedTexts: Int = 0) {
         self.scanner = scanner
-        clean.reserveCapacity(256)   // a payload's keys and breadcrumbs: fewer rehashes as it fills
+        clean.reserveCapacity(min(max(expectedTexts, 16), 8192))
     }
 
-    func isCorrelationKey(_ key: String) -> Bool {
-        if let known = correlationKeys[key] { return known }
-        let answer = OutgoingCheck.correlationKeys.contains(OutgoingCheck.fold(key))
-        if correlationKeys.count < 10_000 { correlationKeys[key] = answer }
-        return answer
+    func facts(_ key: String) -> KeyFacts {
+        if let known = keys[key] { return known }
+        let facts = KeyFacts(found: !findings(in: key, key: nil).isEmpty,
+                             machine: OutgoingCheck.machineKeys.contains(key.lowercased()),
+                             correlation: OutgoingCheck.correlationKeys.contains(OutgoingCheck.fold(key)),
+                             mayBeLabel: LeakScanner.mayBeLabel(key))
+        if keys.count < 10_000 { keys[key] = facts }
+        return facts
     }
+
+    func isCorrelationKey(_ key: String) -> Bool { facts(key).correlation }
 
     func findings(in text: String, key: String?) -> [LeakScanner.Finding] {
-        let memoKey = Read(key: key, text: text)
-        if clean.contains(memoKey) { return [] }
-        let found: [LeakScanner.Finding]
-        if let key {
-            let mayBeLabel = labelKeys[key] ?? LeakScanner.mayBeLabel(key)
-            labelKeys[key] = mayBeLabel
-            found = scanner.findings(in: text, key: key, keyMayBeLabel: mayBeLabel)
-        } else {
-            found = scanner.findings(in: text)
+        guard let key else { return memo(Read(keyed: false, label: nil, text: text)) { $0.findings(in: text) } }
+        return findings(in: text, key: key, facts: facts(key))
+    }
+
+    func findings(in text: String, key: String, facts: KeyFacts) -> [LeakScanner.Finding] {
+        memo(Read(keyed: true, label: facts.mayBeLabel ? key : nil, text: text)) {
+            $0.findings(in: text, key: key, keyMayBeLabel: facts.mayBeLabel)
         }
-        if found.isEmpty, clean.count < 100_000 { clean.insert(memoKey) }
+    }
+
+    private func memo(_ read: Read, _ scan: (LeakScanner) -> [LeakScanner.Finding]) -> [LeakScanner.Finding] {
+        if clean.contains(read) { return [] }
+        let found = scan(scanner)
+        if found.isEmpty, clean.count < 100_000 { clean.insert(read) }
         return found
     }
 }
