@@ -196,8 +196,10 @@ public enum JSONStringReader {
             }
             if c < 0x20 { return nil }
             if c != UInt8(ascii: "\\") {
-                scalars.append(c)
-                index += 1
+                // The run up to the next quote, backslash or control byte, at once.
+                let end = plainRun(bytes, from: index).end
+                scalars.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<end]))
+                index = end
                 continue
             }
             index += 1

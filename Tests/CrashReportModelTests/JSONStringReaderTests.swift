@@ -2,6 +2,7 @@
 // anything else checked as UTF-8. Either way it must give what `String(validating:as:)` gives.
 import CrashReportModel
 import CrashTestSupport
+import Foundation
 import Testing
 
 @Suite("JSON string reader")
@@ -63,5 +64,20 @@ extension JSONStringReaderTests {
             }
         }
         #expect(checked > 10_000, "\(checked)")
+    }
+}
+
+extension JSONStringReaderTests {
+    @Test("strings with escapes between plain runs: as JSONSerialization reads them")
+    func escaped() throws {
+        var random = SeededGenerator(state: 2811)
+        let pieces = [#"\""#, #"\\"#, #"\/"#, #"\n"#, #"\t"#, #"\u00e9"#, #"\ud83d\ude00"#, "plain text ", "é", "日本", "x", "0123456789abcdef"]
+        for _ in 0..<3000 {
+            let body = (0..<Int.random(in: 1...8, using: &random)).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &random)] }.joined()
+            let expected = try JSONSerialization.jsonObject(with: Data("\"\(body)\"".utf8), options: [.fragmentsAllowed]) as? String
+            let (text, end) = Self.read(Array(body.utf8))
+            #expect(text == expected, "\(body)")
+            #expect(end == body.utf8.count + 2, "\(body)")
+        }
     }
 }

@@ -122,6 +122,17 @@ struct LeakScannerGateTests {
         #expect(found >= corpus.split.count, "\(found)")
     }
 
+    @Test("the separators' bits are the separators: the listed ASCII characters and Unicode's white space")
+    func separators() {
+        let listed = Set(" \t\n\r\"'`=:&,;()[]{}<>|\\?#!*".unicodeScalars)
+        #expect(listed.count == 26)
+        for value in UInt32(0)..<0x3100 {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let expected = value < 128 ? listed.contains(scalar) : scalar.properties.isWhitespace
+            #expect(LeakScanner.isSeparator(scalar) == expected, "U+\(String(value, radix: 16))")
+        }
+    }
+
     @Test("the last word, found from the end, is the last of the words")
     func lastWordFromTheEnd() throws {
         var texts = try Self.corpusTexts().map(\.text)

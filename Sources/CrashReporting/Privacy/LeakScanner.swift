@@ -403,14 +403,20 @@ public struct LeakScanner: Sendable {
     /// Words: split at space, quotes, brackets and the characters that separate a label from its
     /// value ("=", ":", "&", ",", ";"); "/", "+", ".", "-", "_", "@", "%" stay inside.
     static func isSeparator(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar {
-        case " ", "\t", "\n", "\r", "\"", "'", "`", "=", ":", "&", ",", ";", "(", ")", "[", "]", "{", "}", "<", ">", "|", "\\", "?", "#", "!", "*": true
-        default: scalar.value >= 128 && scalar.properties.isWhitespace
-        }
+        let value = scalar.value
+        if value < 64 { return asciiSeparatorsLow & (1 << UInt64(value)) != 0 }
+        if value < 128 { return asciiSeparatorsHigh & (1 << UInt64(value - 64)) != 0 }
+        return scalar.properties.isWhitespace
     }
+
+    /// The ASCII separators, a bit each: " \t\n\r\"'`=:&,;()[]{}<>|\\?#!*" (scalars 0–63, then 64–127;
+    /// `LeakScannerGateTests.separators` checks the bits against that list).
+    static let asciiSeparatorsLow: UInt64 = 0xFC00_17CF_0000_2600
+    static let asciiSeparatorsHigh: UInt64 = 0x3800_0001_3800_0000
 
     static func tokens(_ s: [Unicode.Scalar]) -> [Token] {
         var tokens: [Token] = []
+        tokens.reserveCapacity(s.count / 6)
         var index = 0
         while index < s.count {
             guard !isSeparator(s[index]) else { index += 1; continue }
