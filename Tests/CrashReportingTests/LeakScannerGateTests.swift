@@ -59,7 +59,7 @@ struct LeakScannerGateTests {
         case 7: return ["AKIA", "ASIA", "AROA"][Int.random(in: 0..<3, using: &random)] + upperAlnum(Int.random(in: 15...17, using: &random))
         case 8: return "https://\(alnum(4)):\(alnum(Int.random(in: 1...8, using: &random)))@db.example.com" + (Bool.random(using: &random) ? "/x" : "")
         case 9: return ["://", ":/", "//", "s://a@b", "x://:@"][Int.random(in: 0..<5, using: &random)]
-        case 10: return "-----BEGIN \(["", "RSA ", "EC "][Int.random(in: 0..<3, using: &random)])PRIVATE KEY-----\n\(alnum(24))" + (Bool.random(using: &random) ? "\n-----END PRIVATE KEY-----" : "")
+        case 10: return "-----BEGIN \(["", "RSA ", "EC "][Int.random(in: 0..<3, using: &random)])PRIVATE KEY-----\n\(Bool.random(using: &random) ? alnum(24) : "one line\nand two")" + (Bool.random(using: &random) ? "\n-----END PRIVATE KEY-----" : "")
         case 11: return ["----", "-----", "---BEGIN PRIVATE KEY-----"][Int.random(in: 0..<3, using: &random)]
         case 12: return "\(alnum(Int.random(in: 1...5, using: &random)))@\(alnum(Int.random(in: 1...6, using: &random))).\(["io", "com", "d", "x1"][Int.random(in: 0..<4, using: &random)])"
         case 13: return ["eyJhbGciOiJIUzI1NiJ9", "eyJzdWIiOiIxMjM0NTY3ODkwIn0", "eyJ4In0", "eyJhbGc", "eyJhbGciOi.eyJzdWIiOiIx.c2lnbmF0dXJl", "e" + alnum(9)][Int.random(in: 0..<6, using: &random)]
@@ -166,5 +166,20 @@ struct OutgoingMemoTests {
         #expect(memo.facts("Build_ID").machine && !memo.facts("note").machine)
         #expect(memo.facts("X-Request-Id").correlation && !memo.facts("request").correlation)
         #expect(memo.facts("db_password").mayBeLabel && !memo.facts("note").mayBeLabel)
+    }
+}
+
+extension LeakScannerGateTests {
+    @Test("plain ASCII is read as its bytes; an empty text, and texts with % or & or beyond ASCII, take the decoding path")
+    func normalisedPlain() {
+        for text in ["", "a", "GET /v1/orders 200", String(repeating: "x", count: 1000)] {
+            let view = NormalisedText(text)
+            #expect(view.scalars == Array(text.unicodeScalars) && view.from.isEmpty, "\(text)")
+        }
+        for text in ["50%", "a&b", "é", "a%41b"] {
+            #expect(!NormalisedText(text).from.isEmpty, "\(text)")
+        }
+        let across = LeakScanner().findingsAcross(["", "x", ""])
+        #expect(across.count == 3 && across.allSatisfy { $0.isEmpty })
     }
 }

@@ -94,33 +94,37 @@ public struct LeakScanner: Sendable {
 
     /// What a detector needs before it can find anything, counted in one walk over the text (counts
     /// only, so the walk has no branch): a card has 13 digits, an SSN and a phone number 9; an AWS
-    /// key id 20 upper-case letters and digits; URL credentials "://", a second ":" and an "@"; a
-    /// PEM block ten dashes ("-----BEGIN … PRIVATE KEY-----"). A detector whose need is not met is
-    /// not run: it would find nothing (`LeakScannerGateTests` runs both ways).
+    /// key id 20 upper-case letters and digits, two of them "A" (every prefix has two); URL credentials "://", a second
+    /// ":" and an "@"; a PEM block ten dashes and a "B" ("-----BEGIN … PRIVATE KEY-----"). A
+    /// detector whose need is not met is not run: it would find nothing (`LeakScannerGateTests`
+    /// runs both ways).
     struct Needs {
-        var digits = 0, upperCase = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
+        var digits = 0, upperCase = 0, capitalA = 0, capitalB = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
 
         init(_ scalars: [Unicode.Scalar]) {
-            var digits = 0, upperCase = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
+            var digits = 0, upperCase = 0, capitalA = 0, capitalB = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
             scalars.withUnsafeBufferPointer { s in
                 for scalar in s {
                     let value = scalar.value
                     digits &+= value &- 48 < 10 ? 1 : 0
                     upperCase &+= value &- 65 < 26 ? 1 : 0
+                    capitalA &+= value == 65 ? 1 : 0
+                    capitalB &+= value == 66 ? 1 : 0
                     dashes &+= value == 45 ? 1 : 0
                     colons &+= value == 58 ? 1 : 0
                     slashes &+= value == 47 ? 1 : 0
                     ats &+= value == 64 ? 1 : 0
                 }
             }
-            (self.digits, self.upperCase, self.dashes, self.colons, self.slashes, self.ats) = (digits, upperCase, dashes, colons, slashes, ats)
+            (self.digits, self.upperCase, self.capitalA, self.capitalB) = (digits, upperCase, capitalA, capitalB)
+            (self.dashes, self.colons, self.slashes, self.ats) = (dashes, colons, slashes, ats)
         }
 
-        var mayHaveAWSKeyID: Bool { digits + upperCase >= 20 }
+        var mayHaveAWSKeyID: Bool { digits + upperCase >= 20 && capitalA >= LeakScanner.fewestAsInAWSPrefix }
         var mayHaveCard: Bool { digits >= 13 }
         var mayHaveSSNOrPhone: Bool { digits >= 9 }
         var mayHaveURLCredentials: Bool { colons >= 2 && slashes >= 2 && ats >= 1 }
-        var mayHavePrivateKey: Bool { dashes >= 10 }
+        var mayHavePrivateKey: Bool { dashes >= 10 && capitalB >= 1 }
     }
 
     /// Secrets split over neighbouring strings (breadcrumbs, log lines): the last word of each,
@@ -458,6 +462,8 @@ public struct LeakScanner: Sendable {
     ]
     /// Each begins with "A" (`awsKeyIDs` tests that letter first).
     static let awsKeyPrefixes = ["AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "ABIA", "ACCA"]
+    /// The fewest "A"s a prefix has (2): `Needs` asks for as many.
+    static let fewestAsInAWSPrefix = awsKeyPrefixes.map { $0.filter { $0 == "A" }.count }.min() ?? 0
 
     enum Charset {
         case alnum, urlSafe, base64
@@ -885,11 +891,15 @@ struct NormalisedText {
         // Plain ASCII with nothing to decode ("%", "&"): each byte is its scalar.
         var contiguous = text
         let plain: [Unicode.Scalar]? = contiguous.withUTF8 { bytes in
-            var special = false
-            for byte in bytes { special = special || byte >= 128 || byte == UInt8(ascii: "%") || byte == UInt8(ascii: "&") }
-            guard !special else { return nil }
+            var special: UInt8 = 0
+            for byte in bytes { special |= (byte & 0x80) | (byte == UInt8(ascii: "%") ? 1 : 0) | (byte == UInt8(ascii: "&") ? 1 : 0) }
+            guard special == 0 else { return nil }
+            guard !bytes.isEmpty else { return [] }
             return [Unicode.Scalar](unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
-                for index in bytes.indices { buffer.initializeElement(at: index, to: Unicode.Scalar(bytes[index])) }
+                // A scalar is its 32-bit value: widened byte by byte, a loop the compiler vectorises.
+                UnsafeMutableRawPointer(buffer.baseAddress!).withMemoryRebound(to: UInt32.self, capacity: bytes.count) { wide in
+                    for index in bytes.indices { wide[index] = UInt32(bytes[index]) }
+                }
                 initialized = bytes.count
             }
         }
