@@ -134,7 +134,7 @@ public enum JSONStringReader {
     /// run is ASCII. Eight bytes at a time: a word has a byte below n (n <= 0x80) exactly when
     /// (w - 0x01…01 * n) & ~w & 0x80…80 is not zero, and a byte equal to c when w ^ (0x01…01 * c)
     /// has a byte below 1; the word that has one is read byte by byte.
-    public static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, ascii: Bool) {
+    @inlinable public static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, ascii: Bool) {
         guard let base = bytes.baseAddress, start < bytes.count else { return (max(start, bytes.count), true) }
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         func below(_ word: UInt64, _ n: UInt64) -> Bool { (word &- ones &* n) & ~word & highs != 0 }
