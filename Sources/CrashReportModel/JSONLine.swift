@@ -126,9 +126,6 @@ enum JSONLine {
 /// checked. Shared by the record reader (`JSONLine`) and the runtime's privacy passes (which
 /// must read a string exactly as JSONSerialization does, or not at all).
 public enum JSONStringReader {
-    /// The string whose opening quote is at `index`; `index` ends past its closing quote. Nil for
-    /// what JSON does not allow: a control character, a bad escape, a lone surrogate, bytes that
-    /// are not UTF-8, no closing quote.
     /// Where the run of bytes a JSON string holds as they are ends, from `start`: the index of the
     /// first quote, backslash or control character (below 0x20), or `bytes.count`; and whether the
     /// run is ASCII. Eight bytes at a time: a word has a byte below n (n <= 0x80) exactly when
@@ -156,6 +153,9 @@ public enum JSONStringReader {
         return (index, high < 0x80)
     }
 
+    /// The string whose opening quote is at `index`; `index` ends past its closing quote. Nil for
+    /// what JSON does not allow: a control character, a bad escape, a lone surrogate, bytes that
+    /// are not UTF-8, no closing quote.
     public static func read(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> String? {
         func hex4() -> UInt32? {
             guard index + 4 <= bytes.count else { return nil }

@@ -157,6 +157,14 @@ struct OutgoingMemoTests {
             #expect(cleaned.kinds.contains("labelled-secret"), "\(text)")
             #expect(!text.contains(#""password":"hunter22x""#) && !text.contains(#""pin":"4921""#), "\(text)")
         }
+        // A text joined to a key with a NUL is no (key, value) pair: the old memo's joined key
+        // ("password" + NUL + value) let this value under "password" pass unread (review, 2026-11-28).
+        for body in [#"["password\u0000hunter22x",{"password":"hunter22x"}]"#, #"{"password\u0000hunter22x":true,"password":"hunter22x"}"#] {
+            for firstPass in [true, false] {
+                let cleaned = try #require(OutgoingCheck.cleaned(Data(body.utf8), gzipped: false, firstPass: firstPass), "\(body)")
+                #expect(cleaned.kinds.contains("labelled-secret") && !String(decoding: cleaned.body, as: UTF8.self).contains(#""password":"hunter22x""#))
+            }
+        }
         // The same text under two keys that are no label is read once and found clean under both.
         let memo = MemoScanner(LeakScanner())
         #expect(memo.findings(in: "order 42 shipped", key: "note").isEmpty)

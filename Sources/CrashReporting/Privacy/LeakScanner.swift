@@ -94,10 +94,10 @@ public struct LeakScanner: Sendable {
 
     /// What a detector needs before it can find anything, counted in one walk over the text (counts
     /// only, so the walk has no branch): a card has 13 digits, an SSN and a phone number 9; an AWS
-    /// key id 20 upper-case letters and digits, two of them "A" (every prefix has two); URL credentials "://", a second
-    /// ":" and an "@"; a PEM block ten dashes and a "B" ("-----BEGIN … PRIVATE KEY-----"). A
-    /// detector whose need is not met is not run: it would find nothing (`LeakScannerGateTests`
-    /// runs both ways).
+    /// key id 20 upper-case letters and digits, two of them "A" (every prefix has two); URL
+    /// credentials "://", a second ":" and an "@"; a PEM block ten dashes and a "B"
+    /// ("-----BEGIN … PRIVATE KEY-----"). A detector whose need is not met is not run: it would
+    /// find nothing (`LeakScannerGateTests` runs both ways; Decision 0050).
     struct Needs {
         var digits = 0, upperCase = 0, capitalA = 0, capitalB = 0, dashes = 0, colons = 0, slashes = 0, ats = 0
 
@@ -486,15 +486,19 @@ public struct LeakScanner: Sendable {
     }
 
     static let providerPrefixScalars = providerPrefixes.map { (Array($0.prefix.unicodeScalars), $0.minRest, $0.charset) }
-    /// The fewest characters a high-entropy word (20) or a provider key (its prefix and shortest
-    /// rest: 24 today) has.
-    static let shortestLongShape = min(20, providerPrefixes.map { $0.prefix.unicodeScalars.count + $0.minRest }.min() ?? 0)
+    /// The fewest characters `shape(of:)` reads as a JWT or a piece of one.
+    static let shortestJWT = 10
+    /// The fewest characters `isHighEntropy` reads.
+    static let shortestHighEntropy = 20
+    /// The fewest characters a high-entropy word or a provider key (its prefix and shortest rest:
+    /// 24 today) has.
+    static let shortestLongShape = min(shortestHighEntropy, providerPrefixes.map { $0.prefix.unicodeScalars.count + $0.minRest }.min() ?? 0)
 
     /// Whether `shape(of:)` can find anything in a word shorter than `shortestLongShape`: an email
     /// has "@" (`shape(of:)` asks for one before `isEmail`), a JWT or a piece of one begins with
-    /// "e" and has 10 characters or more.
+    /// "e" (its header's "{") and has `shortestJWT` characters or more.
     static func mayHaveShortShape(_ word: ArraySlice<Unicode.Scalar>) -> Bool {
-        if word.count >= 10, word.first == "e" { return true }
+        if word.count >= shortestJWT, word.first == "e" { return true }
         return word.contains("@")
     }
 
@@ -504,8 +508,8 @@ public struct LeakScanner: Sendable {
         for (prefix, minRest, charset) in providerPrefixScalars where word.count >= prefix.count + minRest && word.starts(with: prefix) {
             if word.dropFirst(prefix.count).allSatisfy(charset.contains) { return .providerKey }
         }
-        if word.count >= 10, word.contains("."), isJWT(word) { return .jwt }
-        if word.count >= 10, word[0] == "e", word.contains("y"), isJWTPiece(word) { return .jwt }
+        if word.count >= shortestJWT, word.contains("."), isJWT(word) { return .jwt }
+        if word.count >= shortestJWT, word[0] == "e", word.contains("y"), isJWTPiece(word) { return .jwt }
         for part in word.split(separator: ".") {
             if isHighEntropy(Array(part)) { return .highEntropy }
             // A token in a URL path ("/share/<token>"): each segment on its own.
@@ -573,7 +577,7 @@ public struct LeakScanner: Sendable {
     /// digits, classes changing often, and high Shannon entropy. Hex (build-ids, hashes, ids),
     /// mangled Swift symbols and paths are not.
     static func isHighEntropy(_ word: [Unicode.Scalar]) -> Bool {
-        guard word.count >= 20, word.count <= 4096 else { return false }
+        guard word.count >= shortestHighEntropy, word.count <= 4096 else { return false }
         guard word.allSatisfy(Charset.base64.contains) || word.allSatisfy(Charset.urlSafe.contains) else { return false }
         if word.allSatisfy({ isDigit($0) || ("a"..."f").contains($0) || ("A"..."F").contains($0) || $0 == "-" }) { return false }
         if word.starts(with: "$s".unicodeScalars) || word.starts(with: "_$s".unicodeScalars) || word.starts(with: "$S".unicodeScalars)
