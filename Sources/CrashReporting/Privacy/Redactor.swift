@@ -172,8 +172,10 @@ public struct Redactor: Sendable {
         /// A shape of characters the pattern needs, read from `TextFacts`.
         enum Shape: Sendable {
             /// 13+ digits with single spaces or dashes between them, counted from a digit the card
-            /// pattern may start at: not after a letter, a digit, "_", ".", "+" or "-" (a run inside
-            /// a word, such as the zeros of a request id, starts no card).
+            /// pattern may start at (not after a letter, a digit, "_", ".", "+" or "-": a run inside
+            /// a word starts no card) to one it may end at (last, or before neither a letter, a
+            /// digit nor "_": the zeros at the start of a request id such as
+            /// 00000000000000000000000000001eef end no card).
             case cardRun(Int)
             /// 32+ letters and digits in a row (long tokens).
             case alphanumericRun(Int)
@@ -336,6 +338,11 @@ extension Redactor {
             var hexColons = 0, hexSeparators = 0
             var dottedQuad = false, lettersThenDigits = false, phoneTail = false, hexDashHex = false, hemisphere = false
 
+            /// A lower-cased byte of \w: a letter, a digit or "_".
+            @inline(__always) static func isWordByte(_ byte: UInt8) -> Bool {
+                byte &- 48 <= 9 || byte &- 97 <= 25 || byte == UInt8(ascii: "_")
+            }
+
             /// A lower-cased byte after which the card pattern starts no match: \w, ".", "+", "-".
             @inline(__always) static func blocksCard(_ byte: UInt8) -> Bool {
                 byte &- 48 <= 9 || byte &- 97 <= 25 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
@@ -407,7 +414,9 @@ extension Redactor {
                     if digit {
                         // A run starts where the card pattern's look-behind, (?<![\w.+-]), lets it.
                         if digitRun > 0 || index == 0 || !Self.blocksCard(bytes[index - 1]) { digitRun += 1 }
-                        longestCardRun = max(longestCardRun, digitRun)
+                        // Counted where the pattern's look-ahead, (?![\w]…), may end a match: at
+                        // the end, or before a byte that is not a letter, a digit or "_".
+                        if index + 1 == count || !Self.isWordByte(bytes[index + 1]) { longestCardRun = max(longestCardRun, digitRun) }
                     } else if !((byte == 32 || byte == UInt8(ascii: "-")) && isDigit(index - 1) && isDigit(index + 1)) {
                         digitRun = 0
                     }
