@@ -500,3 +500,57 @@ extension RedactionTests {
         }
     }
 }
+
+extension RedactionTests {
+    @Test("the verify stage takes the facts redaction read from a text it left as it was: the same findings as reading them again, on both corpora and their canonical twins")
+    func verifierReusesUnchangedFacts() throws {
+        let verifier = RedactionVerifier()
+        var texts = try Self.hintEdgeTexts()
+        // Canonical twins of ASCII texts (Swift's String equality finds an ASCII text's memo entry for them).
+        texts += ["Key=4111111111111111", "password;hunter2", "token `abc`"]
+        var reused = 0, flagged = 0
+        for text in texts {
+            let redacted = Redactor.seed000.redactNoting(text)
+            guard let facts = redacted.unchangedFacts else { continue }
+            #expect(redacted.text == text)
+            reused += 1
+            let fresh = verifier.findingsNoting(in: text)
+            let known = verifier.findingsNoting(in: text, known: facts)
+            #expect(known.findings == fresh.findings && known.admitted == fresh.admitted, "\(text)")
+            if !fresh.findings.isEmpty { flagged += 1 }
+            let twin = text.replacingOccurrences(of: "K", with: "\u{212A}").replacingOccurrences(of: ";", with: "\u{37E}")
+                .replacingOccurrences(of: "`", with: "\u{1FEF}")
+            if twin.utf8.count != text.utf8.count {
+                #expect(twin == text, "a canonical twin")
+                let twinFresh = verifier.findingsNoting(in: twin)
+                let twinKnown = verifier.findingsNoting(in: twin, known: facts)
+                #expect(twinKnown.findings == twinFresh.findings && twinKnown.admitted == twinFresh.admitted, "\(twin)")
+            }
+        }
+        #expect(reused > 1000 && flagged > 10, "\(reused) reused, \(flagged) flagged")   // few: redaction changes what a check flags
+    }
+
+    @Test("a pass's memo, after redaction, finds what a memo that redacted nothing finds")
+    func verifyAfterRedactionMatchesFreshVerify() throws {
+        let leaks = try LeakCorpusTests.load()
+        var payload = DiagnosticsPayload(
+            test_run_id: "t", app_metadata: .init(app_name: "a", app_version: "1", build_number: "1", bundle_id: "b", environment: "test"),
+            device_metadata: .init(device_model: "x86_64", device_identifier: "d", ios_version: "Debian 12", locale: "C", timezone: "UTC",
+                                   is_simulator: false, available_storage_mb: 1, total_memory_mb: 1),
+            timestamp_collected: "2026-11-28T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+        let texts = Self.corpus.map(\.text) + leaks.benign.map(\.text) + leaks.leaks.map(\.text)
+        for (index, text) in texts.enumerated() {
+            payload.logs.append(.init(timestamp: "2026-11-28T00:00:00.000Z", level: "info", tag: "t", message: text,
+                                      metadata: ["hb.request.id": .string(String(format: "%032x", index * 7919)), "note": .string(text)]))
+        }
+        let pass = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+        var redacted = payload
+        pass.redactor.apply(to: &redacted, noting: pass.redactNoting)
+        // The redacted payload as the stage sees it, and the raw one (findings, not only their absence).
+        for candidate in [redacted, payload] {
+            let fresh = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier()).findings(in: candidate)
+            #expect(pass.findings(in: candidate) == fresh)
+        }
+        #expect(!pass.findings(in: payload).isEmpty)
+    }
+}

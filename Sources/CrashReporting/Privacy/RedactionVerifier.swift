@@ -108,9 +108,11 @@ public struct RedactionVerifier: Sendable {
     }
 
     /// The findings, and whether any check's hint let it read the text (false: no check ran).
-    func findingsNoting(in text: String) -> (findings: [Finding], admitted: Bool) {
+    /// `known`: the facts the redactor read from this very text (`Redactor.Redacted.unchangedFacts`),
+    /// not read again.
+    func findingsNoting(in text: String, known: Redactor.TextFacts? = nil) -> (findings: [Finding], admitted: Bool) {
         var admitted = false
-        let found = findings(in: text, path: nil, admitted: &admitted)
+        let found = findings(in: text, path: nil, admitted: &admitted, known: known)
         return (found, admitted)
     }
 
@@ -119,11 +121,13 @@ public struct RedactionVerifier: Sendable {
         return findings(in: text, path: path, admitted: &admitted)
     }
 
-    private func findings(in text: String, path: String?, admitted anyAdmitted: inout Bool) -> [Finding] {
+    private func findings(in text: String, path: String?, admitted anyAdmitted: inout Bool, known: Redactor.TextFacts? = nil) -> [Finding] {
         guard !text.isEmpty else { return [] }
         // ASCII text is read once for the seed hints (Decision 0038); other text meets every check,
-        // composed as the redactor reads it.
-        let facts = usesHints ? Redactor.TextFacts(text) : nil
+        // composed as the redactor reads it. Facts the redactor read are used only for a text of
+        // as many bytes: a memo keyed by String finds an ASCII text's entry for its canonical
+        // twins too ("\u{212A}" is "K"), and a twin that is not ASCII is longer in UTF-8.
+        let facts = usesHints ? (known.flatMap { $0.length == text.utf8.count ? $0 : nil } ?? Redactor.TextFacts(text)) : nil
         let text = facts == nil ? Redactor.composed(text) : text
         // The default checks whose hint lets the text through, then the known-names one. Hints are
         // read from their own array of plain values: a check is copied (its expression and

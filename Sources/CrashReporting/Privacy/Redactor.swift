@@ -574,6 +574,9 @@ extension Redactor {
     struct Redacted {
         var text: String
         var ruleAdmitted: Bool
+        /// What the rules' hints read, when the text came out as it went in and is ASCII: the
+        /// verify stage reads the same text, and takes them from the pass's memo.
+        var unchangedFacts: TextFacts? = nil
     }
 
     func redactNoting(_ text: String) -> Redacted {
@@ -589,7 +592,7 @@ extension Redactor {
             current = Self.apply(entry, to: current, replacements: &replacements)
         }
         // Nothing replaced: the text as it came, not its composed copy (a report keeps its bytes).
-        guard !replacements.isEmpty else { return Redacted(text: text, ruleAdmitted: admitted) }
+        guard !replacements.isEmpty else { return Redacted(text: text, ruleAdmitted: admitted, unchangedFacts: facts) }
         var out: [UInt16] = []
         Self.restore(Array(current.utf16), replacements, below: replacements.count, into: &out)
         return Redacted(text: Self.string(utf16: out), ruleAdmitted: admitted)
