@@ -66,6 +66,10 @@ enum PayloadStages {
     /// `RedactStage`: the seed 000 redactor over every free text, each distinct text once.
     public func redact(_ payload: inout DiagnosticsPayload) { memo.redactor.apply(to: &payload, noting: memo.redactNoting) }
 
+    /// The payload's JSON, as the verify stage encodes it and the send then reuses (the pass's
+    /// memo keeps it): the benchmark times the stage without it too.
+    public func encode(_ payload: DiagnosticsPayload) { _ = try? memo.json(payload) }
+
     /// `VerifyStage`'s check: how many findings it would refuse the payload for.
     /// `readingBytes` false: through Foundation's JSON tree, as before Decision 0040.
     public func verify(_ payload: DiagnosticsPayload, readingBytes: Bool = true) -> Int {
