@@ -2,6 +2,7 @@
 // the oracle: every secret gone, the verifier silent on redacted text and not on raw text, crash-report
 // text untouched and unflagged; plus the seed's own examples and the configuration API.
 import CrashReportModel
+import CrashTestSupport
 import Foundation
 import Testing
 @testable import CrashReporting
@@ -554,3 +555,41 @@ extension RedactionTests {
         #expect(!pass.findings(in: payload).isEmpty)
     }
 }
+
+extension RedactionTests {
+    @Test("the hints' facts read eight bytes at a time: the same bytes, digits, refusals and honorifics as byte by byte, on both corpora and seeded texts")
+    func textFactsFastPaths() throws {
+        var texts = try Self.hintEdgeTexts()
+        // Seeded texts over the bytes the facts care about, lengths around the 8-byte words.
+        var generator = SeededGenerator(state: 0x5EED_F00D)
+        let alphabet = Array("aZ09:-. \t_\"{},@+=/Mr.sSnN#xX".utf8)
+        for length in 0..<48 {
+            for _ in 0..<60 {
+                texts.append(String(decoding: (0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }, as: UTF8.self))
+            }
+        }
+        // Refused: a byte beyond ASCII or a NUL, anywhere in an 8-byte word or the tail.
+        for position in 0..<20 {
+            var bytes = Array("Mr Smith paid 4111 1111".utf8)
+            bytes[position] = position % 2 == 0 ? 0 : 0xC3
+            texts.append(String(decoding: bytes, as: UTF8.self))
+        }
+        var checked = 0, refused = 0
+        for text in texts {
+            let written = Array(text.utf8)
+            let facts = Redactor.TextFacts(text)
+            guard written.allSatisfy({ $0 != 0 && $0 < 128 }) else {
+                #expect(facts == nil, "\(text)")
+                refused += 1
+                continue
+            }
+            guard let facts else { Issue.record("no facts for ASCII \(text)"); continue }
+            #expect(facts.bytes == Array(text.lowercased().utf8), "\(text)")
+            #expect(facts.digits == written.count(where: { $0 >= 48 && $0 <= 57 }), "\(text)")
+            #expect(facts.honorific == (written.contains { $0 >= 65 && $0 <= 90 } && Redactor.TextFacts.hasHonorific(written)), "\(text)")
+            checked += 1
+        }
+        #expect(checked > 5000 && refused > 20, "\(checked) checked, \(refused) refused")
+    }
+}
+

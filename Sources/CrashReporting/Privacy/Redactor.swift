@@ -281,17 +281,65 @@ extension Redactor {
 
         init?(_ text: String) {
             bytes = Array(text.utf8)
-            var capitals = false
-            for index in bytes.indices {
-                let byte = bytes[index]
-                if byte >= 128 || byte == 0 { return nil }
-                if byte >= 65 && byte <= 90 {
-                    if !capitals, !honorific { capitals = true; honorific = Self.hasHonorific(bytes) }
-                    bytes[index] = byte | 0x20
-                } else if byte >= 48 && byte <= 57 { digits += 1 }
+            let survey = bytes.withUnsafeBufferPointer { Self.survey($0) }
+            if survey.refused { return nil }
+            digits = survey.digits
+            if survey.capitals {
+                honorific = Self.hasHonorific(bytes)   // on the text as written
+                bytes.withUnsafeMutableBufferPointer { Self.lowerCase($0) }
             }
             scanShapes()
             words = Redactor.hintWords.find(in: bytes)
+        }
+
+        private static let ones: UInt64 = 0x0101_0101_0101_0101
+        private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+        /// Eight bytes of ASCII at once: the high bit of each byte that is a capital letter. (Each
+        /// byte plus 0x3F reaches 0x80 from "A" on, plus 0x25 from "[" on; no sum carries into the
+        /// next byte below 0x80.)
+        @inline(__always) private static func capitals(in word: UInt64) -> UInt64 {
+            (word &+ 0x3F &* ones) & ~(word &+ 0x25 &* ones) & highs
+        }
+
+        /// One read of the text, eight bytes at a time: whether it holds a byte that is not ASCII
+        /// or a NUL (no facts then), how many digits, and whether it has a capital letter.
+        static func survey(_ text: UnsafeBufferPointer<UInt8>) -> (refused: Bool, digits: Int, capitals: Bool) {
+            guard let base = text.baseAddress else { return (false, 0, false) }
+            let raw = UnsafeRawPointer(base)
+            var refused: UInt64 = 0, capitals: UInt64 = 0, digits = 0, index = 0
+            while index + 8 <= text.count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                refused |= word & highs | (word &- ones) & ~word & highs   // a byte >= 128, a zero byte
+                // Plus 0x50 reaches 0x80 from "0" on, plus 0x46 from ":" on (sums are only
+                // meaningful when nothing was refused, the only case they are used).
+                digits += ((word &+ 0x50 &* ones) & ~(word &+ 0x46 &* ones) & highs).nonzeroBitCount
+                capitals |= Self.capitals(in: word)
+                index += 8
+            }
+            while index < text.count {
+                let byte = text[index]
+                if byte >= 128 || byte == 0 { refused = 1 }
+                if byte &- 48 <= 9 { digits += 1 } else if byte &- 65 <= 25 { capitals = 1 }
+                index += 1
+            }
+            return (refused != 0, digits, capitals != 0)
+        }
+
+        /// Capital letters made small, eight bytes at a time (the text is ASCII).
+        static func lowerCase(_ text: UnsafeMutableBufferPointer<UInt8>) {
+            guard let base = text.baseAddress else { return }
+            let raw = UnsafeMutableRawPointer(base)
+            var index = 0
+            while index + 8 <= text.count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                raw.storeBytes(of: (word | Self.capitals(in: word) >> 2).littleEndian, toByteOffset: index, as: UInt64.self)
+                index += 8
+            }
+            while index < text.count {
+                if text[index] &- 65 <= 25 { text[index] |= 0x20 }
+                index += 1
+            }
         }
 
         /// The honorific pattern's ASCII form, on the text as written (it is case-sensitive).
