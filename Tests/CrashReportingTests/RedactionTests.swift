@@ -574,6 +574,8 @@ extension RedactionTests {
             bytes[position] = position % 2 == 0 ? 0 : 0xC3
             texts.append(String(decoding: bytes, as: UTF8.self))
         }
+        // A byte beyond ASCII in the tail, after every whole 8-byte word.
+        texts += (0..<17).map { String(repeating: "a", count: $0) + "é" }
         var checked = 0, refused = 0
         for text in texts {
             let written = Array(text.utf8)
@@ -593,3 +595,18 @@ extension RedactionTests {
     }
 }
 
+extension RedactionTests {
+    @Test("a request id whose digits run into a word starts no card check, nor do card digits that run into one; a card before a word boundary still does")
+    func requestIDsAreNoCards() throws {
+        let card = try #require(Redactor.seedHints["card"]?.gate)
+        for id in ["00000000000000000000000000001eef", "hb.request.id=0000000000000000000000000000002a", "3665d0d6c3a8e2b40000000000000001",
+                   "4111 1111 1111 1111x"] {
+            let facts = try #require(Redactor.TextFacts(id))
+            #expect(!facts.admits(card), "\(id)")
+        }
+        for text in ["4111111111111111", "id=4111111111111111;", "4111 1111 1111 1111 x", "x 4111-1111-1111-1111"] {
+            let facts = try #require(Redactor.TextFacts(text))
+            #expect(facts.admits(card), "\(text)")
+        }
+    }
+}
