@@ -276,7 +276,8 @@ public struct RedactionVerifier: Sendable {
         ("invoice-id", P.labelledPattern(labels: P.invoiceLabels, value: P.invoiceIDValue, loose: true), unredactedValue),
 
         ("ipv6", P.ipv6Candidate, { groups, _ in P.ipv6Groups(groups[0] ?? "") != nil }),
-        ("ipv4", P.ipv4, nil),
+        // What redaction keeps is no finding: before, any breadcrumb naming 127.0.0.1 had the record refused.
+        ("ipv4", P.ipv4, { groups, _ in !P.isKeptIPv4(firstOctet: groups[1], address: groups[0] ?? "") }),
 
         ("phone-labelled", P.labelledPattern(labels: P.phoneLabels, value: P.phoneLabelledValue, loose: true),
          { groups, _ in P.maskPhone(labelledValue(groups)) != nil }),

@@ -555,9 +555,8 @@ extension Redactor {
             P.labelled(name: "invoice-id", labels: P.invoiceLabels, value: P.invoiceIDValue, loose: true) { _ in "[REDACTED]" },
 
             Rule(name: "ipv6", pattern: P.ipv6Candidate, transform: { P.maskIPv6($0.text) }),
-            // Loopback and unspecified addresses name no one ("connect to 127.0.0.1:5432 refused").
             Rule(name: "ipv4", pattern: P.ipv4,
-                 transform: { $0[1] == "127" || $0.text == "0.0.0.0" ? nil : "\($0[1] ?? "").\($0[2] ?? "").x.x" }),
+                 transform: { P.isKeptIPv4(firstOctet: $0[1], address: $0.text) ? nil : "\($0[1] ?? "").\($0[2] ?? "").x.x" }),
 
             // Ten bare digits are a phone number only when labelled: unlabelled, they are as often nanosecond
             // durations, epoch times and counters.
@@ -940,6 +939,9 @@ enum PIIPatterns {
     /// Not after "version"/"build": "version 10.2.1.4" is a version.
     static let ipv4 = #"(?<![\w.])(?<!version )(?<!build )("# + octet + #")\.("# + octet + #")\.(?:"# + octet + #")\.(?:"# + octet + #")"#
         + #"(?![\w]|\.\d)"#
+    /// What the ipv4 rule keeps and the verifier's ipv4 check accepts: loopback (127/8) and the
+    /// unspecified address name no one ("connect to 127.0.0.1:5432 refused", "listening on 0.0.0.0").
+    static func isKeptIPv4(firstOctet: String?, address: String) -> Bool { firstOctet == "127" || address == "0.0.0.0" }
     /// Anything made of hex groups and colons; `ipv6Groups` decides.
     static let ipv6Candidate = #"(?<![\w:.%])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?(?:%[\w.-]+)?(?![\w:])"#
 
