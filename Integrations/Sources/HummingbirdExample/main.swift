@@ -102,6 +102,8 @@ let app = Application(
     configuration: .init(address: .hostname("127.0.0.1", port: 0)),
     onServerRunning: { channel in
         let port = channel.localAddress?.port ?? 0
+        // What a server logs as it starts: a loopback address is kept, and is no reason to refuse a report.
+        if !withoutReporter { CrashReporter.log("listening on 127.0.0.1:\(port)", level: .info, tag: "server") }
         try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
     },
     logger: logger

@@ -236,6 +236,8 @@ struct HummingbirdTests {
         for line in ["GET /hello 200", "GET /orders/{id} 500", "GET /missing 404", "GET (no route) 404", "GET /users/{id} 200"] {
             #expect(messages.contains(line), "\(line) not among \(messages)")
         }
+        // The server's start-up line, its loopback address kept (before, the verify stage refused the report for it).
+        #expect(messages.contains { $0.hasPrefix("listening on 127.0.0.1:") }, "\(messages.prefix(5))")
         checkHTTPDurations(crash.logs, blockedRoundTrip: blockedRoundTrip)
         let http = crash.logs.filter { ($0["tag"] as? String) == "http" && !["/inflight", "/block-event-loop"].contains(($0["metadata"] as? [String: Any])?["route"] as? String ?? "") }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
