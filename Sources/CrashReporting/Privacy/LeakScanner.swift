@@ -591,20 +591,24 @@ public struct LeakScanner: Sendable {
         }
         var upper = 0, lower = 0, digits = 0, changes = 0
         var previous = -1
-        var counts: [Unicode.Scalar: Int] = [:]
+        // Counted by code point (both charsets are ASCII) and summed in that order. A dictionary's
+        // order changes from one instance to the next, and so did the sum's last bits: a word at
+        // the threshold was found by one scan of a text and not by the next (CI, 2026-11-28).
+        var counts = [Int](repeating: 0, count: 128)
         for scalar in word {
             let kind: Int
             if isDigit(scalar) { digits += 1; kind = 0 } else if scalar.value >= 97 { lower += 1; kind = 1 } else if isASCIILetter(scalar) { upper += 1; kind = 2 } else { kind = 3 }
             if previous >= 0, kind != previous { changes += 1 }
             previous = kind
-            counts[scalar, default: 0] += 1
+            counts[Int(scalar.value & 127)] += 1
         }
         guard upper >= 2, lower >= 2, digits >= 1 else { return false }
         guard Double(changes) >= Double(word.count) * 0.3 else { return false }
         let length = Double(word.count)
-        let entropy = counts.values.reduce(0.0) { sum, count in
+        var entropy = 0.0
+        for count in counts where count > 0 {
             let p = Double(count) / length
-            return sum - p * log2(p)
+            entropy -= p * log2(p)
         }
         return entropy >= min(4.0, log2(length) - 0.7)
     }
