@@ -631,3 +631,39 @@ extension RedactionTests {
         }
     }
 }
+
+extension RedactionTests {
+    @Test("keys that redact alike keep every value, numbered in the order of the keys as written, whatever the dictionary's order")
+    func keysThatRedactAlike() {
+        let written: [(String, JSONValue)] = [("jane@x.com", .string("a")), ("bob@y.com", .string("b")), ("zed@z.com", .int(3)),
+                                              ("note", .string("n")), ("[EMAIL_REDACTED] (2)", .string("literal"))]
+        let noting = { (text: String) in Redactor.seed000.redactNoting(text) }
+        func value(_ key: String) -> JSONValue { PayloadRedaction.redact(written.first { $0.0 == key }!.1, key: key, noting) }
+        // Sorted as written: bob, jane, zed; "(2)" is a key of its own already.
+        let expected: [String: JSONValue] = [
+            "note": value("note"), "[EMAIL_REDACTED] (2)": value("[EMAIL_REDACTED] (2)"),
+            "[EMAIL_REDACTED]": value("bob@y.com"), "[EMAIL_REDACTED] (3)": value("jane@x.com"), "[EMAIL_REDACTED] (4)": value("zed@z.com"),
+        ]
+        var generator = SeededGenerator(state: 28)
+        var kept: [[Int]] = []   // blocks kept alive, so that each dictionary gets other storage (its order follows the address)
+        for round in 0..<100 {
+            kept.append([Int](repeating: round, count: 1 + round % 160))
+            let object = Dictionary(uniqueKeysWithValues: written.shuffled(using: &generator))
+            #expect(PayloadRedaction.redactObject(object, noting) == expected)
+        }
+        // No collision: the same as each key and value redacted alone.
+        let plain: [String: JSONValue] = ["note": .string("n"), "route": .string("/v1/orders/:id")]
+        #expect(PayloadRedaction.redactObject(plain, noting) == ["note": value("note"), "route": PayloadRedaction.redact(.string("/v1/orders/:id"), key: "route", noting)])
+        #expect(kept.count == 100)
+        // Through the pass's stages: every value arrives, and the verify stage lets it go.
+        var payload = DiagnosticsPayload(
+            test_run_id: "t", app_metadata: .init(app_name: "a", app_version: "1", build_number: "1", bundle_id: "b", environment: "test"),
+            device_metadata: .init(device_model: "x86_64", device_identifier: "d", ios_version: "Debian 12", locale: "C", timezone: "UTC",
+                                   is_simulator: false, available_storage_mb: 1, total_memory_mb: 1),
+            timestamp_collected: "2026-11-28T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+        payload.custom_data = Dictionary(uniqueKeysWithValues: written)
+        let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
+        #expect(throws: Never.self) { try PayloadStages.run(PayloadStages.standard(memo: memo), on: &payload) }
+        #expect(payload.custom_data == expected)
+    }
+}

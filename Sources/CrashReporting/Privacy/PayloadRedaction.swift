@@ -120,11 +120,35 @@ enum PayloadRedaction {
         }
     }
 
-    /// Keys are redacted too: an email used as a dictionary key is still an email.
+    /// Keys are redacted too: an email used as a dictionary key is still an email. Keys that
+    /// redact alike ("jane@x.com" and "bob@y.com" are both "[EMAIL_REDACTED]") keep every value:
+    /// in the order of the keys as written, the first under the redacted key, the next under
+    /// "[EMAIL_REDACTED] (2)" and so on. (Before, one value was dropped, and which one followed
+    /// the dictionary's order.)
     static func redactObject(_ object: [String: JSONValue], _ redact: (String) -> Redactor.Redacted) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
         result.reserveCapacity(object.count)
-        for (key, value) in object { result[redact(key).text] = self.redact(value, key: key, redact) }
+        var collided = false
+        for (key, value) in object where result.updateValue(self.redact(value, key: key, redact), forKey: redact(key).text) != nil {
+            collided = true
+        }
+        guard collided else { return result }
+        var alike: [String: [(key: String, value: JSONValue)]] = [:]
+        for (key, value) in object { alike[redact(key).text, default: []].append((key, self.redact(value, key: key, redact))) }
+        result = [:]
+        for (redactedKey, members) in alike where members.count == 1 { result[redactedKey] = members[0].value }
+        for (redactedKey, members) in alike.sorted(by: { $0.key < $1.key }) where members.count > 1 {
+            var number = 1
+            for member in members.sorted(by: { $0.key < $1.key }) {
+                var name = number == 1 ? redactedKey : "\(redactedKey) (\(number))"
+                while result[name] != nil {
+                    number += 1
+                    name = "\(redactedKey) (\(number))"
+                }
+                result[name] = member.value
+                number += 1
+            }
+        }
         return result
     }
 }
