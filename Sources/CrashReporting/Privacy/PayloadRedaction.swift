@@ -129,8 +129,8 @@ enum PayloadRedaction {
         var result: [String: JSONValue] = [:]
         result.reserveCapacity(object.count)
         var collided = false
-        for (key, value) in object where result.updateValue(self.redact(value, key: key, redact), forKey: redact(key).text) != nil {
-            collided = true
+        for (key, value) in object {
+            if result.updateValue(self.redact(value, key: key, redact), forKey: redact(key).text) != nil { collided = true }
         }
         guard collided else { return result }
         var alike: [String: [(key: String, value: JSONValue)]] = [:]
