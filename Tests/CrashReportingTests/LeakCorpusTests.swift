@@ -199,9 +199,7 @@ struct LeakCorpusTests {
 
     @Test("benign text does not stop a record: the pass's stages (redaction, limits, the verify stage) let it go, as a breadcrumb and under its key", arguments: benign)
     func benignPassesTheStages(_ sample: Benign) throws {
-        var payload = DiagnosticsPayload(
-            test_run_id: "6f1f6c1e-3f7b-4c1a-9d1e-6a0e2b7c9d10", app_metadata: Self.app, device_metadata: Self.host,
-            timestamp_collected: "2026-11-28T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+        var payload = PipelineUnitTests.payload()
         payload.logs.append(.init(timestamp: "2026-11-28T00:00:00.000Z", level: "info", tag: "app", message: sample.text,
                                   metadata: [sample.key ?? "note": .string(sample.text)]))
         let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())

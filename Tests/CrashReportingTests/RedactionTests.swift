@@ -540,11 +540,7 @@ extension RedactionTests {
     @Test("a pass's memo, after redaction, finds what a memo that redacted nothing finds")
     func verifyAfterRedactionMatchesFreshVerify() throws {
         let leaks = try LeakCorpusTests.load()
-        var payload = DiagnosticsPayload(
-            test_run_id: "t", app_metadata: .init(app_name: "a", app_version: "1", build_number: "1", bundle_id: "b", environment: "test"),
-            device_metadata: .init(device_model: "x86_64", device_identifier: "d", ios_version: "Debian 12", locale: "C", timezone: "UTC",
-                                   is_simulator: false, available_storage_mb: 1, total_memory_mb: 1),
-            timestamp_collected: "2026-11-28T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+        var payload = PipelineUnitTests.payload()
         let texts = Self.corpus.map(\.text) + leaks.benign.map(\.text) + leaks.leaks.map(\.text)
         for (index, text) in texts.enumerated() {
             payload.logs.append(.init(timestamp: "2026-11-28T00:00:00.000Z", level: "info", tag: "t", message: text,
@@ -656,11 +652,7 @@ extension RedactionTests {
         #expect(PayloadRedaction.redactObject(plain, noting) == ["note": value("note"), "route": PayloadRedaction.redact(.string("/v1/orders/:id"), key: "route", noting)])
         #expect(kept.count == 100)
         // Through the pass's stages: every value arrives, and the verify stage lets it go.
-        var payload = DiagnosticsPayload(
-            test_run_id: "t", app_metadata: .init(app_name: "a", app_version: "1", build_number: "1", bundle_id: "b", environment: "test"),
-            device_metadata: .init(device_model: "x86_64", device_identifier: "d", ios_version: "Debian 12", locale: "C", timezone: "UTC",
-                                   is_simulator: false, available_storage_mb: 1, total_memory_mb: 1),
-            timestamp_collected: "2026-11-28T00:00:00.000Z", logs: [], network_errors: [], crash_reports: [], screenshots: [])
+        var payload = PipelineUnitTests.payload()
         payload.custom_data = Dictionary(uniqueKeysWithValues: written)
         let memo = RedactionMemo(redactor: .seed000, verifier: RedactionVerifier())
         #expect(throws: Never.self) { try PayloadStages.run(PayloadStages.standard(memo: memo), on: &payload) }

@@ -393,8 +393,7 @@ extension Redactor {
 
             /// A lower-cased byte after which the card pattern starts no match: \w, ".", "+", "-".
             @inline(__always) static func blocksCard(_ byte: UInt8) -> Bool {
-                byte &- 48 <= 9 || byte &- 97 <= 25 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-                    || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
+                isWordByte(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
             }
 
             mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) {
