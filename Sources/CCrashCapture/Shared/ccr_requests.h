@@ -30,7 +30,7 @@ typedef struct ccr_request_slot {
 
 typedef struct ccr_request_table {
     ccr_request_slot slots[CCR_REQUEST_SLOTS];
-    _Atomic uint32_t next_hint;    // where the next claim starts looking
+    _Atomic uint32_t next_hint;    // where a thread's first claim starts looking (then its own hint)
     _Atomic uint64_t dropped;      // begins that found every slot taken
 } ccr_request_table;
 
