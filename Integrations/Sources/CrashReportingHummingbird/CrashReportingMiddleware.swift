@@ -41,7 +41,8 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // The router matched the route before running the route's middleware.
         let reported = reporter.begin(method: request.method.rawValue, route: context.endpointPath ?? "(no route)",
-                                      requestID: requestIDs?.text(of: context) ?? context.id, trace: options.trace(request))
+                                      requestIdentifier: requestIDs?.identifier(of: context) ?? RequestIdentifier(context.id),
+                                      trace: options.trace(request))
         do {
             let response = try await next(request, context)
             reporter.end(reported, status: response.status.code, error: nil)
@@ -54,13 +55,20 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
 }
 
 /// Hummingbird's request id as its `description` writes it (the process's random prefix, then the
-/// id's 64-bit counter as 16 hex digits), made with one allocation: `context.id` formats it through
-/// `String(_:radix:)`, a character count, `String(repeating:)` and two concatenations, which was a
-/// quarter of the middleware's samples in tools/profile-middleware. `RequestID`'s counter is not
-/// public, so it is read as the struct's only 8 bytes; at init two fresh ids are formatted both ways,
-/// and unless both agree (size, layout and format as expected) this is nil and `context.id` is used.
+/// id's 64-bit counter as 16 hex digits), made without an allocation (a `RequestIdentifier`, up to
+/// 32 bytes inline; the prefix has at most 16): `context.id` formats it through `String(_:radix:)`,
+/// a character count, `String(repeating:)` and two concatenations, which was a quarter of the
+/// middleware's samples in tools/profile-middleware, and a String of 17 bytes or more is an
+/// allocation, freed on whichever thread ends the request. `RequestID`'s counter is not public, so
+/// it is read as the struct's only 8 bytes; at init two fresh ids are formatted both ways, and
+/// unless both agree (size, layout and format as expected) this is nil and `context.id` is used.
 struct RequestIDText: Sendable {
     private let prefix: [UInt8]
+    /// Whether a `RequestID` in a logger's metadata value is read straight from the value's
+    /// existential container (its type compared, its 8 bytes loaded) instead of `as? RequestID`,
+    /// a dynamic cast (`tryCast`, `swift_dynamicCast`: ~0.1 points of the middleware's share in
+    /// tools/profile-middleware). Checked at init on a fresh id: true when the read gives it back.
+    let readsContainer: Bool
 
     init?() {
         guard MemoryLayout<RequestID>.size == 8, MemoryLayout<RequestID>.stride == 8 else { return nil }
@@ -74,26 +82,43 @@ struct RequestIDText: Sendable {
             guard prefix == nil || prefix == head else { return nil }
             prefix = head
         }
-        guard let prefix else { return nil }
+        guard let prefix, prefix.count + 16 <= RequestIdentifier.inlineCapacity else { return nil }
         self.prefix = prefix
+        let probe = RequestID()
+        let value: any CustomStringConvertible & Sendable = probe
+        readsContainer = Self.isRequestID(value) && Self.containerWord(of: value) == unsafeBitCast(probe, to: UInt64.self)
+            && !Self.isRequestID("a string" as any CustomStringConvertible & Sendable)
+    }
+
+    private static func isRequestID(_ value: any CustomStringConvertible & Sendable) -> Bool {
+        ObjectIdentifier(type(of: value)) == ObjectIdentifier(RequestID.self)
+    }
+
+    /// The first 8 bytes of `value`'s existential container: an 8-byte value is stored there.
+    private static func containerWord(of value: any CustomStringConvertible & Sendable) -> UInt64 {
+        withUnsafeBytes(of: value) { $0.load(as: UInt64.self) }
     }
 
     /// The context's request id, or nil when its logger holds no `RequestID` under "hb.request.id".
-    func text<Context: RequestContext>(of context: Context) -> String? {
-        text(of: context.logger)
+    func identifier<Context: RequestContext>(of context: Context) -> RequestIdentifier? {
+        identifier(of: context.logger)
     }
 
-    func text(of logger: Logger) -> String? {
-        guard case .stringConvertible(let value)? = logger[metadataKey: "hb.request.id"], let id = value as? RequestID else { return nil }
-        return text(of: id)
+    func identifier(of logger: Logger) -> RequestIdentifier? {
+        guard case .stringConvertible(let value)? = logger[metadataKey: "hb.request.id"] else { return nil }
+        if readsContainer {
+            guard Self.isRequestID(value) else { return nil }
+            return identifier(of: unsafeBitCast(Self.containerWord(of: value), to: RequestID.self))
+        }
+        guard let id = value as? RequestID else { return nil }
+        return identifier(of: id)
     }
 
-    /// What `id.description` gives.
-    func text(of id: RequestID) -> String {
-        String(unsafeUninitializedCapacity: prefix.count + 16) { buffer in
+    /// What `id.description` gives, inline.
+    func identifier(of id: RequestID) -> RequestIdentifier {
+        RequestIdentifier(count: prefix.count + 16) { buffer in
             _ = buffer.initialize(from: prefix)
             Self.writeDigits(of: id, into: UnsafeMutableBufferPointer(rebasing: buffer[prefix.count...]))
-            return prefix.count + 16
         }
     }
 

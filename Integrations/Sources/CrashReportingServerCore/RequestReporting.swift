@@ -2,7 +2,7 @@
 // slot among the requests in flight as it starts; the "http" breadcrumb and, for a 5xx or a thrown
 // error, a rate-limited non-fatal report as it ends. CrashReportingHummingbird and
 // CrashReportingVapor only translate their framework's request, route and error into these calls.
-import CrashReporting
+@_spi(ServerIntegrations) import CrashReporting
 import Foundation
 import Synchronization
 
@@ -26,7 +26,9 @@ public struct RequestReportingOptions: Sendable {
 public struct ReportedRequest: Sendable {
     public let method: String
     public let route: String
-    public let requestID: String
+    /// The request id, without an allocation when it has at most 32 bytes.
+    public let requestIdentifier: RequestIdentifier
+    public var requestID: String { requestIdentifier.description }
     public let trace: TraceIdentity?
     /// The slot in flight and the request's start (read once, for the slot and the duration).
     let token: CrashReporter.RequestToken
@@ -44,9 +46,16 @@ public struct RequestReporter: Sendable {
 
     /// As the request starts, once its route is known: screen view, slot in flight.
     public func begin(method: String, route: String, requestID: String, trace: TraceIdentity?) -> ReportedRequest {
+        begin(method: method, route: route, requestIdentifier: RequestIdentifier(requestID), trace: trace)
+    }
+
+    /// `begin`, with the request id as a `RequestIdentifier`.
+    public func begin(method: String, route: String, requestIdentifier: RequestIdentifier, trace: TraceIdentity?) -> ReportedRequest {
         if options.routeAsScreenView { CrashReporter.logScreenView(route) }
-        let token = CrashReporter.beginRequest(method: method, route: route, requestID: requestID, traceID: trace?.traceID ?? "")
-        return ReportedRequest(method: method, route: route, requestID: requestID, trace: trace, token: token)
+        let token = requestIdentifier.withUTF8 {
+            CrashReporter.beginRequest(method: method, route: route, requestIDUTF8: $0, traceID: trace?.traceID ?? "")
+        }
+        return ReportedRequest(method: method, route: route, requestIdentifier: requestIdentifier, trace: trace, token: token)
     }
 
     /// As it ends, with the status it answered (500 for an error that has none) and the error
@@ -60,8 +69,10 @@ public struct RequestReporter: Sendable {
             // was a tenth of the middleware's samples in tools/profile-middleware.
             let tenths = Int(clamping: request.token.elapsedNanoseconds / 100_000)
             // Written from a stack buffer (no dictionary, array or string built for it).
-            CrashReporter.logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths,
-                                         requestID: request.requestID, traceID: request.trace?.traceID, spanID: request.trace?.spanID)
+            request.requestIdentifier.withUTF8 {
+                _ = CrashReporter.logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths,
+                                                 requestIDUTF8: $0, traceID: request.trace?.traceID, spanID: request.trace?.spanID)
+            }
         }
         guard options.reportsServerErrors, status >= 500 else { return }
         guard let suppressed = limiter.take() else { return }

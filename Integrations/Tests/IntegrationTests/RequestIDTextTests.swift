@@ -1,5 +1,6 @@
-// CrashReportingHummingbird's request id text: made without RequestID.description's cost, it must
-// be what description gives (the id Hummingbird's own log lines carry), for every id.
+// CrashReportingHummingbird's request id text: made without RequestID.description's cost (and
+// without an allocation), it must be what description gives (the id Hummingbird's own log lines
+// carry), for every id. And RequestIdentifier, which holds it: the same bytes inline or as a String.
 @testable import CrashReportingHummingbird
 import Hummingbird
 import Logging
@@ -15,14 +16,50 @@ struct RequestIDTextTests {
         for value: UInt64 in [0, 1, 0xF, 0x10, 0xABC, 0x0123_4567_89AB_CDEF, 0x7FFF_FFFF_FFFF_FFFF, 0x8000_0000_0000_0000, .max] {
             ids.append(unsafeBitCast(value, to: RequestID.self))
         }
-        let differing = ids.filter { texts.text(of: $0) != $0.description }.map(\.description)
+        let differing = ids.filter { texts.identifier(of: $0).description != $0.description }.map(\.description)
         #expect(differing.isEmpty, "ids whose text differs from their description: \(differing.prefix(5))")
 
         var logger = Logger(label: "test")
         let id = RequestID()
         logger[metadataKey: "hb.request.id"] = .stringConvertible(id)
-        #expect(texts.text(of: logger) == id.description)
+        #expect(texts.identifier(of: logger)?.description == id.description)
         logger[metadataKey: "hb.request.id"] = .string("not a RequestID")
-        #expect(texts.text(of: logger) == nil, "anything else under the key: nil, and the middleware reads context.id")
+        #expect(texts.identifier(of: logger) == nil, "anything else under the key: nil, and the middleware reads context.id")
+        // Read from the metadata value's container, not cast: checked at init, and so tested here.
+        #expect(texts.readsContainer, "the id is cast (as? RequestID) on this platform")
+        let viaLogger = ids.filter { id in
+            logger[metadataKey: "hb.request.id"] = .stringConvertible(id)
+            return texts.identifier(of: logger)?.description != id.description
+        }
+        #expect(viaLogger.isEmpty, "ids read from a logger unlike their description: \(viaLogger.prefix(5).map(\.description))")
+        // Other values of 8 bytes, stored where a RequestID would be: not taken for one.
+        struct EightBytes: CustomStringConvertible, Sendable { var bits: UInt64; var description: String { "\(bits)" } }
+        for other in [.stringConvertible(12345 as Int), .stringConvertible(EightBytes(bits: 7)), .stringConvertible(3.5 as Double),
+                      .stringConvertible("text"), .array([]), .dictionary([:])] as [Logger.MetadataValue] {
+            logger[metadataKey: "hb.request.id"] = other
+            #expect(texts.identifier(of: logger) == nil, "\(other) taken for a request id")
+        }
+    }
+}
+
+@Suite("Request identifiers")
+struct RequestIdentifierTests {
+    @Test("an id written inline (0 to 32 bytes) and the same id as a String give the same bytes, text and equality")
+    func inlineAndText() {
+        let alphabet = Array("0123456789abcdef-Z".utf8)
+        for count in 0...RequestIdentifier.inlineCapacity {
+            let bytes = (0..<count).map { alphabet[($0 * 7 + count) % alphabet.count] }
+            let inline = RequestIdentifier(count: count) { buffer in
+                for index in 0..<count { buffer[index] = bytes[index] }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let asText = RequestIdentifier(text)
+            #expect(inline.withUTF8 { Array($0) } == bytes, "\(count) bytes inline")
+            #expect(asText.withUTF8 { Array($0) } == Array(text.utf8))
+            #expect(inline.description == text && inline == asText, "\(count): \(inline.description) against \(text)")
+        }
+        let long = String(repeating: "x", count: 100)
+        #expect(RequestIdentifier(long).description == long)
+        #expect(RequestIdentifier("a") != RequestIdentifier(count: 1) { $0[0] = UInt8(ascii: "b") })
     }
 }

@@ -25,15 +25,22 @@ extension CrashReporter {
     /// id or query string is kept. Texts are cut at 16 (method), 192 (route) and 64 bytes (ids).
     /// Lock-free and allocation-free; works before `start` too (the table is static).
     public static func beginRequest(method: String, route: String, requestID: String = "", traceID: String = "") -> RequestToken {
-        var method = method, route = route, requestID = requestID, traceID = traceID
+        var requestID = requestID
+        return requestID.withUTF8 { beginRequest(method: method, route: route, requestIDUTF8: $0, traceID: traceID) }
+    }
+
+    /// `beginRequest` with the request id as UTF-8 bytes, for an integration that holds it without
+    /// a String (CrashReportingHummingbird's ids: a String of more than 15 bytes is an allocation).
+    @_spi(ServerIntegrations)
+    public static func beginRequest(method: String, route: String, requestIDUTF8 requestID: UnsafeBufferPointer<UInt8>,
+                                    traceID: String) -> RequestToken {
+        var method = method, route = route, traceID = traceID
         let started = ccr_request_clock_ns()
         let slot = method.withUTF8 { m in
             route.withUTF8 { r in
-                requestID.withUTF8 { i in
-                    traceID.withUTF8 { t in
-                        ccr_request_begin(m.baseAddress, m.count, r.baseAddress, r.count, i.baseAddress, i.count, t.baseAddress, t.count,
-                                          started)
-                    }
+                traceID.withUTF8 { t in
+                    ccr_request_begin(m.baseAddress, m.count, r.baseAddress, r.count, requestID.baseAddress, requestID.count,
+                                      t.baseAddress, t.count, started)
                 }
             }
         }
@@ -58,6 +65,23 @@ extension CrashReporter {
     @discardableResult
     public static func logHTTPRequest(method: String, route: String, status: Int, durationTenthsOfMillisecond tenths: Int,
                                       requestID: String, traceID: String? = nil, spanID: String? = nil) -> Bool {
+        let written = requestID.utf8.withContiguousStorageIfAvailable { id in
+            logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths, requestIDUTF8: id,
+                           traceID: traceID, spanID: spanID)
+        }
+        if let written { return written }
+        var requestID = requestID
+        return requestID.withUTF8 {
+            logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths, requestIDUTF8: $0,
+                           traceID: traceID, spanID: spanID)
+        }
+    }
+
+    /// `logHTTPRequest` with the request id as UTF-8 bytes (see `beginRequest(method:route:requestIDUTF8:traceID:)`).
+    @_spi(ServerIntegrations) @discardableResult
+    public static func logHTTPRequest(method: String, route: String, status: Int, durationTenthsOfMillisecond tenths: Int,
+                                      requestIDUTF8 requestID: UnsafeBufferPointer<UInt8>, traceID: String? = nil,
+                                      spanID: String? = nil) -> Bool {
         let level: LogLevel = status >= 500 ? .error : status >= 400 ? .warning : .info
         let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Bool in
             var out = PlainBytes(buffer)
@@ -97,7 +121,7 @@ extension CrashReporter {
         guard !written else { return true }
         var pairs: [(key: String, value: String)] = [
             ("method", method), ("route", route), ("status", String(status)), ("duration_ms", "\(tenths / 10).\(tenths % 10)"),
-            ("request_id", requestID),
+            ("request_id", String(decoding: requestID, as: UTF8.self)),
         ]
         if let traceID {
             pairs.append(("trace_id", traceID))
@@ -150,6 +174,12 @@ private struct PlainBytes {
     mutating func quoted(_ text: String) {
         ascii("\"")
         self.text(text, plainOnly: true)
+        ascii("\"")
+    }
+
+    mutating func quoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+        ascii("\"")
+        if Self.needsEscape(utf8) { failed = true } else { bytes(utf8) }
         ascii("\"")
     }
 
