@@ -89,6 +89,7 @@ router.get("/slow") { _, _ -> String in
     return "slow"
 }
 router.get("/inflight") { _, _ in String(CrashReporter.requestsInFlight) }
+router.get("/request-id") { _, context in context.id }   // the id Hummingbird's own log lines carry
 router.get("/block-event-loop") { request, _ -> String in
     let ms = request.uri.queryParameters.get("ms", as: Int.self) ?? 1000
     try await MultiThreadedEventLoopGroup.singleton.next().submit { Blocking.blockEventLoop(ms: ms) }.get()

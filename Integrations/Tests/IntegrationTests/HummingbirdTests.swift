@@ -60,6 +60,20 @@ func get(_ url: String, headers: [String: String] = [:]) -> Int? {
     return status
 }
 
+/// One HTTP GET's body as text, or nil when it failed or did not answer 200.
+func getText(_ url: String) -> String? {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var text: String?
+    var request = URLRequest(url: URL(string: url)!)
+    request.timeoutInterval = 30
+    URLSession.shared.dataTask(with: request) { data, response, _ in
+        if (response as? HTTPURLResponse)?.statusCode == 200, let data { text = String(decoding: data, as: UTF8.self) }
+        done.signal()
+    }.resume()
+    done.wait()
+    return text
+}
+
 /// The tests' collector on a free port of 127.0.0.1.
 final class Collector {
     let process = Process()
@@ -189,6 +203,7 @@ struct HummingbirdTests {
         #expect(get("\(base)/missing") == 404)
         #expect(get("\(base)/no/such/route") == 404)   // no route: the router's middleware sees it too
         #expect(get("\(base)/users/3") == 200)
+        let contextID = getText("\(base)/request-id")   // Hummingbird's own text of its id (context.id)
         let blockedStart = ContinuousClock.now
         #expect(get("\(base)/block-event-loop?ms=300") == 200)   // its http breadcrumb's duration: 300 ms up to the round trip
         let blockedRoundTrip = ContinuousClock.now - blockedStart
@@ -239,7 +254,12 @@ struct HummingbirdTests {
         // The server's start-up line, its loopback address kept (before, the verify stage refused the report for it).
         #expect(messages.contains { $0.hasPrefix("listening on 127.0.0.1:") }, "\(messages.prefix(5))")
         checkHTTPDurations(crash.logs, blockedRoundTrip: blockedRoundTrip)
-        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && !["/inflight", "/block-event-loop"].contains(($0["metadata"] as? [String: Any])?["route"] as? String ?? "") }
+        // The middleware writes the id without RequestID.description (Docs/Decisions/0049, 0052): the
+        // same text as context.id, which the route answered with.
+        let idCrumb = crash.logs.first { ($0["tag"] as? String) == "http" && ($0["metadata"] as? [String: Any])?["route"] as? String == "/request-id" }
+        #expect(contextID != nil && (idCrumb?["metadata"] as? [String: Any])?["request_id"] as? String == contextID,
+                "the breadcrumb's id \(String(describing: idCrumb)) against context.id \(contextID ?? "-")")
+        let http = crash.logs.filter { ($0["tag"] as? String) == "http" && !["/inflight", "/block-event-loop", "/request-id"].contains(($0["metadata"] as? [String: Any])?["route"] as? String ?? "") }
         let requestIDs = http.compactMap { ($0["metadata"] as? [String: Any])?["request_id"] as? String }
         #expect(requestIDs.count == 5 && requestIDs.allSatisfy { (1...32).contains($0.count) && $0.allSatisfy(\.isHexDigit) },
                 "request ids kept as Hummingbird wrote them: \(requestIDs)")
