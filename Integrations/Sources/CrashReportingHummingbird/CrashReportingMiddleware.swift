@@ -86,17 +86,26 @@ struct RequestIDText: Sendable {
         self.prefix = prefix
         let probe = RequestID()
         let value: any CustomStringConvertible & Sendable = probe
-        readsContainer = Self.isRequestID(value) && Self.containerWord(of: value) == unsafeBitCast(probe, to: UInt64.self)
-            && !Self.isRequestID("a string" as any CustomStringConvertible & Sendable)
+        readsContainer = MemoryLayout<any CustomStringConvertible & Sendable>.size == MemoryLayout<Container>.size
+            && Self.isRequestID(value) && Self.container(of: value).0 == unsafeBitCast(probe, to: UInt64.self)
+            && !Self.isRequestID("a string") && !Self.isRequestID(12345 as Int)
+    }
+
+    /// A metadata value's existential container (`any CustomStringConvertible & Sendable`, 40 bytes
+    /// on 64-bit platforms, checked at init before any read): three words of inline buffer, where
+    /// an 8-byte value is stored, then the value's type metadata, then its witness table. Read as
+    /// plain words: `type(of:)` and a generic `withUnsafeBytes` were runtime calls here.
+    private typealias Container = (UInt64, UInt64, UInt64, UInt64, UInt64)
+    private static let requestIDMetadata = UInt64(UInt(bitPattern: ObjectIdentifier(RequestID.self)))
+
+    private static func container(of value: any CustomStringConvertible & Sendable) -> Container {
+        // `as`: without it, Swift 6 opens the existential for the generic call (SE-0352), and the
+        // cast would be of the value inside (8 bytes), which traps.
+        unsafeBitCast(value as any CustomStringConvertible & Sendable, to: Container.self)
     }
 
     private static func isRequestID(_ value: any CustomStringConvertible & Sendable) -> Bool {
-        ObjectIdentifier(type(of: value)) == ObjectIdentifier(RequestID.self)
-    }
-
-    /// The first 8 bytes of `value`'s existential container: an 8-byte value is stored there.
-    private static func containerWord(of value: any CustomStringConvertible & Sendable) -> UInt64 {
-        withUnsafeBytes(of: value) { $0.load(as: UInt64.self) }
+        container(of: value).3 == requestIDMetadata
     }
 
     /// The context's request id, or nil when its logger holds no `RequestID` under "hb.request.id".
@@ -107,8 +116,9 @@ struct RequestIDText: Sendable {
     func identifier(of logger: Logger) -> RequestIdentifier? {
         guard case .stringConvertible(let value)? = logger[metadataKey: "hb.request.id"] else { return nil }
         if readsContainer {
-            guard Self.isRequestID(value) else { return nil }
-            return identifier(of: unsafeBitCast(Self.containerWord(of: value), to: RequestID.self))
+            let words = Self.container(of: value)
+            guard words.3 == Self.requestIDMetadata else { return nil }
+            return identifier(of: unsafeBitCast(words.0, to: RequestID.self))
         }
         guard let id = value as? RequestID else { return nil }
         return identifier(of: id)
@@ -123,12 +133,24 @@ struct RequestIDText: Sendable {
     }
 
     /// The id's counter as 16 lower-case hex digits, leading zeros kept, into `out` (16 bytes).
+    /// Eight digits at a time: each half's nibbles spread one to a byte, then '0' added to every
+    /// byte, and 39 more ('a' − '0' − 10) to those above 9, then stored most significant first.
     private static func writeDigits(of id: RequestID, into out: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(out.count >= 16)
         let value = unsafeBitCast(id, to: UInt64.self)
-        for position in 0..<16 {
-            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * position)) & 0xF
-            out[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-        }
+        let base = UnsafeMutableRawPointer(out.baseAddress!)
+        base.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value >> 32)).bigEndian, as: UInt64.self)
+        (base + 8).storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value)).bigEndian, as: UInt64.self)
+    }
+
+    /// The eight hex digits of `half` as bytes, the last digit in the lowest byte.
+    private static func hexDigits(_ half: UInt32) -> UInt64 {
+        var n = UInt64(half)
+        n = (n | n << 16) & 0x0000_FFFF_0000_FFFF
+        n = (n | n << 8) & 0x00FF_00FF_00FF_00FF
+        n = (n | n << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        let aboveNine = ((n &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return n &+ 0x3030_3030_3030_3030 &+ aboveNine &* 39
     }
 
     private static func digits(of id: RequestID) -> [UInt8] {
