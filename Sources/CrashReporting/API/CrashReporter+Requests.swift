@@ -25,8 +25,7 @@ extension CrashReporter {
     /// id or query string is kept. Texts are cut at 16 (method), 192 (route) and 64 bytes (ids).
     /// Lock-free and allocation-free; works before `start` too (the table is static).
     public static func beginRequest(method: String, route: String, requestID: String = "", traceID: String = "") -> RequestToken {
-        var requestID = requestID
-        return requestID.withUTF8 { beginRequest(method: method, route: route, requestIDUTF8: $0, traceID: traceID) }
+        utf8(of: requestID) { beginRequest(method: method, route: route, requestIDUTF8: $0, traceID: traceID) }
     }
 
     /// `beginRequest` with the request id as UTF-8 bytes, for an integration that holds it without
@@ -74,13 +73,7 @@ extension CrashReporter {
     @discardableResult
     public static func logHTTPRequest(method: String, route: String, status: Int, durationTenthsOfMillisecond tenths: Int,
                                       requestID: String, traceID: String? = nil, spanID: String? = nil) -> Bool {
-        let written = requestID.utf8.withContiguousStorageIfAvailable { id in
-            logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths, requestIDUTF8: id,
-                           traceID: traceID, spanID: spanID)
-        }
-        if let written { return written }
-        var requestID = requestID
-        return requestID.withUTF8 {
+        utf8(of: requestID) {
             logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths, requestIDUTF8: $0,
                            traceID: traceID, spanID: spanID)
         }
