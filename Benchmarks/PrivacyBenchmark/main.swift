@@ -97,6 +97,32 @@ if ProcessInfo.processInfo.environment["PRIVACY_BENCH_SCANNER"] == "1" {
     }
     exit(0)
 }
+// PRIVACY_BENCH_PARTS=1: the pass's redaction and the outgoing check over the payload's two parts
+// apart: the 500 breadcrumbs without the body, and the body alone.
+if ProcessInfo.processInfo.environment["PRIVACY_BENCH_PARTS"] == "1" {
+    let whole = makePayload()
+    var breadcrumbs = whole
+    breadcrumbs.custom_data = [:]
+    var bodyOnly = whole
+    bodyOnly.logs = []
+    // Warm: the first redaction in a process compiles the rules' patterns.
+    var warm = whole
+    Redactor.seed000.apply(to: &warm)
+    // PRIVACY_BENCH_PART=breadcrumbs or body: that part only (for callgrind).
+    let only = ProcessInfo.processInfo.environment["PRIVACY_BENCH_PART"]
+    for (name, part) in [("breadcrumbs", breadcrumbs), ("body", bodyOnly)] where only == nil || only == name {
+        var redaction: [Double] = [], check: [Double] = []
+        for _ in 0..<rounds {
+            var payload = part
+            let pass = UploadPassPrivacy()
+            redaction.append(ms(clock.measure { pass.redact(&payload) }))
+            let body = try Gzip.compress(payload.encoded())
+            check.append(ms(clock.measure { _ = LeakScanner.cleanedBody(body, gzipped: true) }))
+        }
+        print(String(format: "%-12@ redaction (pass) %6.2f ms, check %6.2f ms", name, median(redaction), median(check)))
+    }
+    exit(0)
+}
 var encodeGzip: [Double] = [], redaction: [Double] = [], check: [Double] = [], bodyOnly: [Double] = []
 var checkBodyOnly: [Double] = [], fullPass: [Double] = []
 var passRedaction: [Double] = [], passVerify: [Double] = [], passVerifyEncoded: [Double] = [], verifyBefore: [Double] = []
