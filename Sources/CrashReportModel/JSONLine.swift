@@ -157,23 +157,6 @@ public enum JSONStringReader {
     /// what JSON does not allow: a control character, a bad escape, a lone surrogate, bytes that
     /// are not UTF-8, no closing quote.
     public static func read(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> String? {
-        func hex4() -> UInt32? {
-            guard index + 4 <= bytes.count else { return nil }
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                let c = bytes[index]
-                let digit: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-                default: return nil
-                }
-                value = value << 4 | UInt32(digit)
-                index += 1
-            }
-            return value
-        }
         index += 1   // opening quote
         let start = index
         // Fast path: no escapes.
@@ -187,46 +170,79 @@ public enum JSONStringReader {
             index += 1
             return text
         }
-        var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
-        while index < bytes.count {
-            let c = bytes[index]
-            if c == UInt8(ascii: "\"") {
-                index += 1
-                return String(validating: scalars, as: UTF8.self)
-            }
+        // Escapes. First where the string ends (the first quote no backslash escapes), then its
+        // bytes decoded into an array of that many (an escape is never shorter than what it
+        // stands for), byte by byte: JSON inside JSON has an escape every few bytes, and
+        // appending each run between two of them was most of reading such a string.
+        var close = index
+        while true {
+            guard close < bytes.count else { return nil }
+            let c = bytes[close]
+            if c == UInt8(ascii: "\"") { break }
             if c < 0x20 { return nil }
-            if c != UInt8(ascii: "\\") {
-                // The run up to the next quote, backslash or control byte, at once.
-                let end = plainRun(bytes, from: index).end
-                scalars.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<end]))
-                index = end
-                continue
-            }
-            index += 1
-            guard index < bytes.count else { return nil }
-            let escape = bytes[index]
-            index += 1
-            switch escape {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(escape)
-            case UInt8(ascii: "b"): scalars.append(0x08)
-            case UInt8(ascii: "f"): scalars.append(0x0C)
-            case UInt8(ascii: "n"): scalars.append(0x0A)
-            case UInt8(ascii: "r"): scalars.append(0x0D)
-            case UInt8(ascii: "t"): scalars.append(0x09)
-            case UInt8(ascii: "u"):
-                guard var code = hex4() else { return nil }
-                if (0xD800...0xDBFF).contains(code) {   // a surrogate pair
-                    guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
-                    index += 2
-                    guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                }
-                guard let scalar = Unicode.Scalar(code) else { return nil }
-                scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
-            default:
-                return nil
-            }
+            close = plainRun(bytes, from: close + 2).end   // past a backslash and the byte it escapes
         }
-        return nil
+        var failed = false
+        let decoded = [UInt8](unsafeUninitializedCapacity: close - start) { out, written in
+            var from = start, to = 0
+            func hex4() -> UInt32? {
+                guard from + 4 <= close else { return nil }
+                var value: UInt32 = 0
+                for _ in 0..<4 {
+                    let c = bytes[from]
+                    let digit: UInt8
+                    switch c {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+                    default: return nil
+                    }
+                    value = value << 4 | UInt32(digit)
+                    from += 1
+                }
+                return value
+            }
+            decoding: while from < close {
+                let c = bytes[from]
+                guard c == UInt8(ascii: "\\") else {
+                    out[to] = c
+                    to += 1
+                    from += 1
+                    continue
+                }
+                let escape = bytes[from + 1]   // before `close`: the scan above stepped over it
+                from += 2
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out[to] = escape
+                case UInt8(ascii: "b"): out[to] = 0x08
+                case UInt8(ascii: "f"): out[to] = 0x0C
+                case UInt8(ascii: "n"): out[to] = 0x0A
+                case UInt8(ascii: "r"): out[to] = 0x0D
+                case UInt8(ascii: "t"): out[to] = 0x09
+                case UInt8(ascii: "u"):
+                    guard var code = hex4() else { failed = true; break decoding }
+                    if (0xD800...0xDBFF).contains(code) {   // a surrogate pair
+                        guard from + 6 <= close, bytes[from] == UInt8(ascii: "\\"), bytes[from + 1] == UInt8(ascii: "u") else { failed = true; break decoding }
+                        from += 2
+                        guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { failed = true; break decoding }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { failed = true; break decoding }
+                    UTF8.encode(scalar) { byte in
+                        out[to] = byte
+                        to += 1
+                    }
+                    continue decoding
+                default:
+                    failed = true
+                    break decoding
+                }
+                to += 1
+            }
+            written = to
+        }
+        guard !failed else { return nil }
+        index = close + 1
+        return String(validating: decoded, as: UTF8.self)
     }
 }

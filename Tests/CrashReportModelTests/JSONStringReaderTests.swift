@@ -81,3 +81,39 @@ extension JSONStringReaderTests {
         }
     }
 }
+
+extension JSONStringReaderTests {
+    @Test("strings with escapes read as JSONSerialization reads them, and refused where it refuses them")
+    func escapedOrRefused() throws {
+        var random = SeededGenerator(state: 2811)
+        let pieces = ["plain", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t", "\\u00e9", "\\u65E5", "\\ud83d\\ude00",
+                      "é", "{\\\"sku\\\":\\\"SKU-1\\\"}",
+                      // refused: a lone or reversed surrogate, a bad or short escape, a control byte, a backslash at the end
+                      "\\ud83d", "\\ude00\\ud83d", "\\x", "\\u12", "\\u12G4", "\u{01}", "\\\u{0A}", "\\"]
+        var read = 0, refused = 0
+        for _ in 0..<5000 {
+            var body = ""
+            for _ in 0..<Int.random(in: 1...8, using: &random) {
+                body += Int.random(in: 0..<3, using: &random) == 0 ? pieces[Int.random(in: 0..<pieces.count, using: &random)] : pieces[Int.random(in: 0..<14, using: &random)]
+            }
+            let bytes = Array(body.utf8)
+            let (text, end) = Self.read(bytes)
+            // The reader stops at the first quote no backslash escapes ("\\" then "\"" ends the
+            // string there): JSONSerialization is asked about exactly the bytes it read.
+            func serialized(_ quoted: [UInt8]) -> String? {
+                ((try? JSONSerialization.jsonObject(with: Data([UInt8(ascii: "[")] + quoted + [UInt8(ascii: "]")]))) as? [String])?.first
+            }
+            let quoted = [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]
+            if let text {
+                read += 1
+                let expected = serialized(Array(quoted.prefix(end)))
+                #expect(text == expected, "\(body)")
+                #expect(Array(text.utf8) == Array((expected ?? "").utf8), "\(body)")
+            } else {
+                refused += 1
+                #expect(serialized(quoted) == nil, "\(body)")
+            }
+        }
+        #expect(read > 1000 && refused > 1000, "\(read) \(refused)")
+    }
+}
