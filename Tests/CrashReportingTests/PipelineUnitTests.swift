@@ -2,6 +2,7 @@
 // mapping, seed 002's connect URL, and what a payload says about each kind of record.
 @_spi(Benchmarks) @testable import CrashReporting
 import CrashReportModel
+import CZlib
 import Foundation
 import Glibc
 import Testing
@@ -75,6 +76,40 @@ struct PipelineUnitTests {
         let decoded = try JSONDecoder().decode(DiagnosticsPayload.self, from: try Gzip.decompress(body))
         #expect(decoded == shrinking)
         #expect(throws: (any Error).self) { try Gzip.decompress(Data(body.prefix(body.count / 2))) }
+    }
+
+    @Test("gunzip sizes its result from the trailer's length, and a trailer that lies (short, long, huge) changes nothing")
+    func decompressTrailerIsAHint() throws {
+        var random = SystemRandomNumberGenerator()
+        for size in [0, 1, 65_535, 65_536, 65_537, 300_000] {
+            let plain = Data((0..<size).map { index in index % 7 == 0 ? UInt8.random(in: 0...255, using: &random) : UInt8(index % 251) })
+            let gzipped = try Gzip.compress(plain)
+            #expect(try Gzip.decompress(gzipped) == plain, "\(size) bytes")
+            // The last four bytes are the length modulo 2^32: zero, too short, too long, the most.
+            for claimed: UInt32 in [0, 1, UInt32(size / 2), UInt32(size) &* 4 &+ 7, .max] {
+                var lying = gzipped
+                lying.replaceSubrange((lying.count - 4)..<lying.count, with: withUnsafeBytes(of: claimed.littleEndian) { Data($0) })
+                // zlib checks the length at the end: a lie is an error, after the result grew or was cut.
+                if claimed == UInt32(truncatingIfNeeded: size) {
+                    #expect(try Gzip.decompress(lying) == plain)
+                } else {
+                    #expect(throws: (any Error).self, "\(size) bytes, \(claimed) claimed") { try Gzip.decompress(lying) }
+                }
+            }
+            #expect(throws: (any Error).self) { try Gzip.decompress(Data(gzipped.prefix(gzipped.count - 6))) }
+            // zlib's own format (read too) ends in a checksum, not a length: a hint that is anything.
+            var zlib = Data(count: Int(compressBound(uLong(size))))
+            let written: Int = try zlib.withUnsafeMutableBytes { out in
+                try plain.withUnsafeBytes { input in
+                    var length = uLongf(out.count)
+                    let status = compress2(out.bindMemory(to: Bytef.self).baseAddress, &length,
+                                           input.bindMemory(to: Bytef.self).baseAddress ?? UnsafePointer(bitPattern: 1), uLong(size), 6)
+                    try #require(status == Z_OK)
+                    return Int(length)
+                }
+            }
+            #expect(try Gzip.decompress(zlib.prefix(written)) == plain, "zlib, \(size) bytes")
+        }
     }
 
     @Test("a pass encodes a record once: the verify stage's JSON is each destination's body; a shrunk payload is encoded again")

@@ -107,22 +107,32 @@ enum PayloadLimits {
         var status = inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else { throw Failure(code: status) }
         defer { inflateEnd(&stream) }
-        var result = Data()
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // Inflated in place into the result, sized at once from the gzip trailer's length (its
+        // last four bytes, the size modulo 2^32), which is only a hint: never more than deflate's
+        // largest ratio (1032:1) allows, and the result grows when the hint was short.
+        var capacity = 64 * 1024
+        if data.count >= 18 {
+            let size = data.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+            capacity = max(capacity, min(size, data.count * 1032))
+        }
+        var result = Data(count: capacity)
+        var produced = 0
         try data.withUnsafeBytes { input in
             stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
             stream.avail_in = uInt(input.count)
             repeat {
-                let produced: Int = chunk.withUnsafeMutableBytes { out in
-                    stream.next_out = out.bindMemory(to: Bytef.self).baseAddress
-                    stream.avail_out = uInt(out.count)
+                if produced == result.count { result.count += result.count }
+                produced = result.withUnsafeMutableBytes { out in
+                    let room = min(out.count - produced, Int(UInt32.max))
+                    stream.next_out = out.bindMemory(to: Bytef.self).baseAddress! + produced
+                    stream.avail_out = uInt(room)
                     status = inflate(&stream, Z_NO_FLUSH)
-                    return out.count - Int(stream.avail_out)
+                    return produced + room - Int(stream.avail_out)
                 }
                 guard status == Z_OK || status == Z_STREAM_END else { throw Failure(code: status) }
-                result.append(contentsOf: chunk[0..<produced])
             } while status != Z_STREAM_END
         }
+        result.count = produced
         return result
     }
 }
