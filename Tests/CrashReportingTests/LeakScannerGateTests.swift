@@ -48,7 +48,13 @@ struct LeakScannerGateTests {
             }
             return out
         }
-        switch Int.random(in: 0..<24, using: &random) {
+        switch Int.random(in: 0..<26, using: &random) {
+        case 24:
+            // A card with two separators between each digit: its first 13 digits fill the
+            // 37 scalars the gate looks within.
+            let separator = ["  ", "--", " -", ". ", "_/", "-"][Int.random(in: 0..<6, using: &random)]
+            return card(Int.random(in: 13...19, using: &random)).map(String.init).joined(separator: separator)
+        case 25: return "\(digits(3))\([" ", "-"][Int.random(in: 0..<2, using: &random)])\(digits(2))-\(digits(4))"
         case 0: return card(13)
         case 1: return grouped(card(Int.random(in: 13...19, using: &random)))
         case 2: return digits(Int.random(in: 8...14, using: &random))
@@ -66,7 +72,11 @@ struct LeakScannerGateTests {
         case 14: return ["sk_live_", "pk_live_", "xoxb-", "ya29.", "glpat-", "ghp_", "sk-proj-"][Int.random(in: 0..<7, using: &random)] + alnum(Int.random(in: 14...31, using: &random))
         case 15: return alnum(Int.random(in: 18...22, using: &random))
         case 16: return ["jane at example dot com", "jane (at) example.com", "jo AT mail . co.uk", "at", "@"][Int.random(in: 0..<5, using: &random)]
-        case 17: return ["password:", "pw=", "token", "--password", "passwd", "2FA code", "Authorization: Bearer"][Int.random(in: 0..<7, using: &random)]
+        case 17:
+            // Labels, short ones too ("pw", "tax id": the words of one or two letters read as labels).
+            let labels = ["password:", "pw=", "token", "--password", "passwd", "2FA code", "Authorization: Bearer", "PW", "p.w:",
+                          "tax id", "Tax ID:", "TAX-ID", "i", "d"]
+            return labels[Int.random(in: 0..<labels.count, using: &random)]
         case 18: return alnum(3) + ["%40", "%2540", "%25"][Int.random(in: 0..<3, using: &random)] + alnum(3) + ".io"
         case 19: return String(repeating: [".", ",", "-"][Int.random(in: 0..<3, using: &random)], count: Int.random(in: 1...3, using: &random))
         case 20: return ["１２３４", "٤١١١", "ｅｙＪ", "＠", "\u{2212}"][Int.random(in: 0..<5, using: &random)]
@@ -133,6 +143,15 @@ struct LeakScannerGateTests {
         }
     }
 
+    @Test("the bits of the bare labels' first letters are the set, for every ASCII scalar in either case")
+    func bareLabelStartBits() {
+        for value in UInt32(0)..<128 {
+            let folded = Unicode.Scalar(value | 0x20)!
+            #expect(LeakScanner.isBareLabelStart(value, LeakScanner.bareLabelStartBits) == LeakScanner.bareLabelStarts.contains(folded), "\(value)")
+        }
+        #expect(LeakScanner.bareLabelStarts.allSatisfy(\.isASCII) && LeakScanner.bareLabelStarts.count > 3)
+    }
+
     @Test("the last word, found from the end, is the last of the words")
     func lastWordFromTheEnd() throws {
         var texts = try Self.corpusTexts().map(\.text)
@@ -168,6 +187,32 @@ extension LeakScannerGateTests {
 
 @Suite("Outgoing check: the memo")
 struct OutgoingMemoTests {
+    @Test("names read from their bytes: a name that shares another's slot, an escaped name, an empty one, many at once get their own facts")
+    func namesFromBytes() throws {
+        // "psss" and "pass" have one length, first, middle and last byte: one slot. "pass" is a
+        // label; read with "psss"'s facts, its value would be read as no label's.
+        for body in [#"[{"psss":"x"},{"pass":"hunter22x"}]"#, #"[{"pass":"ok"},{"psss":"x"},{"pass":"hunter22x"}]"#,
+                     #"[{"pass":"hunter22x"}]"#, #"[{"":"x"},{"pass":"hunter22x"}]"#] {
+            for firstPass in [true, false] {
+                let cleaned = try #require(OutgoingCheck.cleaned(Data(body.utf8), gzipped: false, firstPass: firstPass), "\(body)")
+                #expect(cleaned.kinds == ["labelled-secret"], "\(body)")
+            }
+        }
+        let memo = MemoScanner(LeakScanner())
+        func name(_ text: String) -> (name: String, facts: MemoScanner.KeyFacts) {
+            Array(text.utf8).withUnsafeBufferPointer { memo.name($0) }
+        }
+        #expect(!name("psss").facts.mayBeLabel && name("pass").facts.mayBeLabel && !name("psss").facts.mayBeLabel)
+        #expect(name("pass").name == "pass" && name("").name == "" && name("Build_ID").facts.machine)
+        // More names than slots, each read twice: the second reading gives the same name and facts.
+        let names = (0..<300).map { "key\($0)" } + ["password", "X-Request-Id", "jane.doe@example.com"]
+        let first = names.map(name)
+        let second = names.map(name)
+        #expect(first.map(\.name) == names && second.map(\.name) == names)
+        #expect(zip(first, second).allSatisfy { $0.facts.mayBeLabel == $1.facts.mayBeLabel && $0.facts.found == $1.facts.found && $0.facts.correlation == $1.facts.correlation })
+        #expect(name("password").facts.mayBeLabel && name("X-Request-Id").facts.correlation && name("jane.doe@example.com").facts.found)
+    }
+
     @Test("a value found clean under one key is read again under a label, in either order; a name is read as a name too")
     func labelNotShared() throws {
         for body in [#"{"note":"hunter22x","password":"hunter22x"}"#, #"{"password":"hunter22x","note":"hunter22x"}"#,

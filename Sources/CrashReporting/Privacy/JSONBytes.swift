@@ -65,6 +65,22 @@ struct JSONBytes {
         return name
     }
 
+    /// A member's name and its colon when the name is plain ASCII (no escape): its bytes, which
+    /// the caller reads without making a `String` when it has seen them lately. Nil, having
+    /// read nothing, for any other name (`name()` reads it then).
+    mutating func plainName() throws -> UnsafeBufferPointer<UInt8>? {
+        guard peek() == UInt8(ascii: "\""), let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { throw Unsure() }
+        let utf8 = UnsafeBufferPointer(start: base, count: bytes.count)
+        let (end, ascii) = JSONStringReader.plainRun(utf8, from: at + 1)
+        guard ascii, end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return nil }
+        let name = UnsafeBufferPointer(rebasing: utf8[(at + 1)..<end])
+        at = end + 1
+        skipSpace()
+        try expect(UInt8(ascii: ":"))
+        skipSpace()
+        return name
+    }
+
     /// true, false or null.
     mutating func literal() throws -> Bool? {
         switch peek() {

@@ -86,7 +86,7 @@ public struct LeakScanner: Sendable {
         if !gated || needs.mayHavePrivateKey { Self.privateKeys(scalars, into: &spans) }
         let tokens = Self.tokens(scalars)
         Self.tokenShapes(scalars, tokens, gated: gated, into: &spans)
-        Self.labelled(scalars, tokens, into: &spans)
+        Self.labelled(scalars, tokens, gated: gated, into: &spans)
         Self.obfuscatedEmails(scalars, tokens, into: &spans)
         if let whole = Self.bareSSN(scalars) { spans.append((.ssn, whole)) }
         return spans
@@ -202,6 +202,11 @@ public struct LeakScanner: Sendable {
     /// underscore: the normaliser made every space-like character a space); every window of
     /// 13–19 digits that starts and ends at a group boundary is tried.
     private static func cards(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        s.withUnsafeBufferPointer { cards($0, into: &spans) }
+    }
+
+    /// Read through a buffer pointer: an array's bounds checks were a third of this loop.
+    private static func cards(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         var index = 0
         var groups: [(start: Int, end: Int)] = []
         while index < s.count {
@@ -277,6 +282,11 @@ public struct LeakScanner: Sendable {
     /// ddd-dd-dddd with the numbers the Social Security Administration issues; with spaces only
     /// after "ssn" or "social security".
     private static func ssns(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        s.withUnsafeBufferPointer { ssns($0, into: &spans) }
+    }
+
+    /// Read through a buffer pointer: an array's bounds checks were a third of this loop.
+    private static func ssns(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         guard s.count >= 11 else { return }
         for start in 0...(s.count - 11) {
             let separator = s[start + 3]
@@ -301,6 +311,11 @@ public struct LeakScanner: Sendable {
 
     /// "+" (or "00") and a country code, then 8–14 more digits in groups; "(0)" may stand in the middle.
     private static func phones(_ s: [Unicode.Scalar], into spans: inout [(Kind, Range<Int>)]) {
+        s.withUnsafeBufferPointer { phones($0, into: &spans) }
+    }
+
+    /// Read through a buffer pointer: an array's bounds checks were a third of this loop.
+    private static func phones(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         var index = 0
         while index < s.count {
             let start = index
@@ -419,6 +434,10 @@ public struct LeakScanner: Sendable {
     static let asciiSeparatorsHigh: UInt64 = 0x3800_0001_3800_0000
 
     static func tokens(_ s: [Unicode.Scalar]) -> [Token] {
+        s.withUnsafeBufferPointer { tokens($0) }
+    }
+
+    private static func tokens(_ s: UnsafeBufferPointer<Unicode.Scalar>) -> [Token] {
         var tokens: [Token] = []
         tokens.reserveCapacity(s.count / 6)
         var index = 0
@@ -732,6 +751,19 @@ public struct LeakScanner: Sendable {
         return starts
     }()
 
+    /// `bareLabelStarts` as two words of bits, one per ASCII scalar (it holds only ASCII): a
+    /// look-up at every word before a space, where hashing a scalar into the set cost more than
+    /// the rest of the test.
+    static let bareLabelStartBits: (low: UInt64, high: UInt64) = bareLabelStarts.reduce((0, 0)) { bits, scalar in
+        scalar.value < 64 ? (bits.0 | 1 << UInt64(scalar.value), bits.1) : (bits.0, bits.1 | 1 << UInt64(scalar.value - 64))
+    }
+
+    /// Whether an ASCII scalar, lower-cased, is one of `bareLabelStarts`.
+    @inline(__always) static func isBareLabelStart(_ value: UInt32, _ bits: (low: UInt64, high: UInt64)) -> Bool {
+        let folded = value | 0x20
+        return folded < 64 ? bits.low & (1 << UInt64(folded)) != 0 : bits.high & (1 << UInt64(folded & 63)) != 0
+    }
+
     static let bareLabels: Set<String> = [
         "password", "passwd", "passwort", "passphrase", "2facode", "mfacode", "otpcode", "otp", "verificationcode",
         "smscode", "ssn", "пароль", "パスワード", "密码", "密碼", "비밀번호",
@@ -774,10 +806,39 @@ public struct LeakScanner: Sendable {
             .filter { isWordScalar($0) }.map(Character.init))
     }
 
-    private static func labelled(_ s: [Unicode.Scalar], _ tokens: [Token], into spans: inout [(Kind, Range<Int>)]) {
+    /// What a word of one or two ASCII letters and digits must fold to, to be read as a label:
+    /// "pw", the only label that short, and "id", which ends "tax id". Any other such word
+    /// ("in", "of", "3") is no label's last word, and is passed over without folding it (most
+    /// words of prose that `asciiTail` cannot judge). Packed as `asciiTail` packs.
+    static let shortLabelWords: Set<UInt32> = {
+        var words: Set<UInt32> = []
+        for word in secretLabels.union(bareLabels).union(multiWordEnds) where word.unicodeScalars.count < 3 {
+            var packed: UInt32 = 0
+            for (position, scalar) in word.unicodeScalars.reversed().enumerated() { packed |= scalar.value << (8 * UInt32(position)) }
+            words.insert(packed)
+        }
+        return words
+    }()
+
+    /// The ASCII letters (lower-cased) and digits of a word that has fewer than three of them,
+    /// packed as `asciiTail` packs; nil for a word with three or more, or with another script's
+    /// letters.
+    static func shortASCIIWord(_ word: ArraySlice<Unicode.Scalar>) -> UInt32? {
+        var packed: UInt32 = 0, kept = 0
+        for scalar in word.reversed() {
+            guard scalar.isASCII else { return nil }
+            guard isDigit(scalar) || isASCIILetter(scalar) else { continue }
+            guard kept < 2 else { return nil }
+            packed |= (isDigit(scalar) ? scalar.value : scalar.value | 0x20) << (8 * UInt32(kept))
+            kept += 1
+        }
+        return packed
+    }
+
+    private static func labelled(_ s: [Unicode.Scalar], _ tokens: [Token], gated: Bool, into spans: inout [(Kind, Range<Int>)]) {
         guard tokens.count >= 2 else { return }
         // Read once here, not at every word: each use of a static set retains and releases it.
-        let bareLabelStarts = Self.bareLabelStarts, labelTails = Self.labelTails
+        let bareLabelStarts = Self.bareLabelStartBits, labelTails = Self.labelTails
         var foldedWords: [String?] = []   // made at the first word folded: most texts have none
         func folded(_ index: Int) -> String {
             if foldedWords.isEmpty { foldedWords = [String?](repeating: nil, count: tokens.count) }
@@ -811,9 +872,13 @@ public struct LeakScanner: Sendable {
             // of `bareLabelStarts` (or are in another script); most words of prose are passed over unfolded.
             if spacedGap {
                 let first = s[tokens[index].range.lowerBound]
-                guard first.value >= 128 || bareLabelStarts.contains(Unicode.Scalar(first.value | 0x20) ?? first) || first == "-" else { continue }
+                guard first.value >= 128 || isBareLabelStart(first.value, bareLabelStarts) || first == "-" else { continue }
             }
-            if let tail = Self.asciiTail(s[tokens[index].range]), !labelTails.contains(tail) { continue }
+            if let tail = Self.asciiTail(s[tokens[index].range]) {
+                if !labelTails.contains(tail) { continue }
+            } else if gated, let short = Self.shortASCIIWord(s[tokens[index].range]), !shortLabelWords.contains(short) {
+                continue
+            }
             // The label: this word, or it with the one or two before it ("mot de passe", "2FA code"):
             // wider only when this word ends a label of several words.
             var label: String?

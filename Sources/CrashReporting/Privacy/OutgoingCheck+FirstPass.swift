@@ -83,8 +83,13 @@ struct FirstPass {
         // "message" and "msg" as the full pass sees them: absent, a string, or something else.
         var message: Value?, msg: Value?
         repeat {
-            let name = try json.name()
-            let facts = scanner.facts(name)
+            let name: String, facts: MemoScanner.KeyFacts
+            if let bytes = try json.plainName() {
+                (name, facts) = scanner.name(bytes)
+            } else {
+                name = try json.name()
+                facts = scanner.facts(name)
+            }
             if facts.found { throw Found() }
             let isMessage = name == "message", isMsg = name == "msg"
             let child: Value

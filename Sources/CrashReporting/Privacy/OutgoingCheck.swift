@@ -126,6 +126,23 @@ enum OutgoingCheck {
 
     static func fold(_ key: String) -> String { String(key.lowercased().unicodeScalars.filter { LeakScanner.isASCIILetter($0) }.map(Character.init)) }
 
+    /// Whether every byte of `text` is below 128, read in place when the String is contiguous.
+    static func isASCII(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            var high: UInt8 = 0
+            for byte in bytes { high |= byte }
+            return high < 0x80
+        } ?? text.utf8.allSatisfy { $0 < 0x80 }
+    }
+
+    /// Whether `text` is only hex digits, dashes and underscores (an id, a UUID), read in place.
+    static func isIDText(_ text: String) -> Bool {
+        @inline(__always) func isIDByte(_ byte: UInt8) -> Bool {
+            isASCIIHexDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+        return text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isIDByte) } ?? text.utf8.allSatisfy(isIDByte)
+    }
+
     /// Unicode's ASCII_Hex_Digit: 0-9, a-f, A-F (a byte of a multi-byte scalar is none of them).
     @inline(__always) static func isASCIIHexDigit(_ byte: UInt8) -> Bool {
         (byte >= 48 && byte <= 57) || (byte | 0x20 >= 97 && byte | 0x20 <= 102)
@@ -143,7 +160,7 @@ enum OutgoingCheck {
         guard let key, let facts else { return scanner.findings(in: text, key: nil) }
         if facts.correlation {
             // An id looks random by design ("req_q257VAfC0YMttM"): only known secret formats count.
-            if text.utf8.allSatisfy({ isASCIIHexDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) { return [] }
+            if isIDText(text) { return [] }
             return scanner.findings(in: text, key: nil)
         }
         return scanner.findings(in: text, key: key, facts: facts)
@@ -229,11 +246,30 @@ final class MemoScanner {
     /// A text found clean: read alone, or as a value under a key. Under a key that may be a label
     /// the key is read with it ("password=…"); under any other key the reading does not depend on
     /// the key, so one entry serves every such key.
+    /// Its hash is made once: a text the memo has not seen is looked up, then inserted, and
+    /// hashing the text twice was most of the memo's cost.
     private struct Read: Hashable {
         let keyed: Bool
         let label: String?
         let text: String
+        let hash: Int
+
+        init(keyed: Bool, label: String?, text: String) {
+            (self.keyed, self.label, self.text) = (keyed, label, text)
+            var hasher = Hasher()
+            hasher.combine(keyed)
+            hasher.combine(label)
+            hasher.combine(text)
+            hash = hasher.finalize()
+        }
+
+        static func == (a: Read, b: Read) -> Bool { a.hash == b.hash && a.keyed == b.keyed && a.label == b.label && a.text == b.text }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
+
+    /// Texts longer than this are scanned without the memo: a body holds such a text once (an
+    /// API body), and hashing it would only add to its scan.
+    static let longestRemembered = 4096
     private var clean: Set<Read> = []
 
     /// `expectedTexts`: about how many distinct texts the body has (a payload's keys and
@@ -245,28 +281,87 @@ final class MemoScanner {
 
     func facts(_ key: String) -> KeyFacts {
         if let known = keys[key] { return known }
-        let facts = KeyFacts(found: !findings(in: key, key: nil).isEmpty,
-                             machine: OutgoingCheck.machineKeys.contains(key.lowercased()),
-                             correlation: OutgoingCheck.correlationKeys.contains(OutgoingCheck.fold(key)),
-                             mayBeLabel: LeakScanner.mayBeLabel(key))
+        let facts = scanner.gated ? Self.shared.facts(key, scanner) : Self.facts(key, scanner)
         if keys.count < 10_000 { keys[key] = facts }
         return facts
+    }
+
+    private static func facts(_ key: String, _ scanner: LeakScanner) -> KeyFacts {
+        KeyFacts(found: !scanner.findings(in: key).isEmpty,
+                 machine: OutgoingCheck.machineKeys.contains(key.lowercased()),
+                 correlation: OutgoingCheck.correlationKeys.contains(OutgoingCheck.fold(key)),
+                 mayBeLabel: LeakScanner.mayBeLabel(key))
+    }
+
+    /// A key's facts depend on the key alone, and a process sends the same few keys in every
+    /// body: short ASCII keys are remembered for the process (at most 1024), as
+    /// `PayloadRedaction.facts(ofKey:)` does and for the same reason (only ASCII: String equality
+    /// is canonical equivalence, and the facts are read from scalars). Each check used to
+    /// look its keys up again: `mayBeLabel` folds through Foundation, ~40,000 instructions a key.
+    /// Guarded by an NSLock for the reason `MaskedCounts` gives.
+    private final class SharedKeyFacts: @unchecked Sendable {
+        private let lock = NSLock()
+        private var facts: [String: KeyFacts] = [:]
+
+        func facts(_ key: String, _ scanner: LeakScanner) -> KeyFacts {
+            let remembered = key.utf8.count <= 64 && OutgoingCheck.isASCII(key)
+            if remembered, let known = lock.withLock({ facts[key] }) { return known }
+            let found = MemoScanner.facts(key, scanner)
+            if remembered { lock.withLock { if facts.count < 1024 { facts[key] = found } } }
+            return found
+        }
+    }
+    private static let shared = SharedKeyFacts()
+
+    /// The last names read from a body's bytes, by a hash of the bytes: one slot each, so a
+    /// body of many distinct names (or names made to collide) costs one look-up and a
+    /// `String` each, as before, and never more (an attacker's keys get bounded work).
+    private struct RecentName {
+        let bytes: [UInt8]
+        let name: String
+        let facts: KeyFacts
+    }
+    private var recentNames = [RecentName?](repeating: nil, count: 64)
+
+    /// A member's name given as its bytes (ASCII, no escape, as `JSONBytes.plainName` reads
+    /// it): the name and its facts, without making the name again when it was read lately.
+    func name(_ bytes: UnsafeBufferPointer<UInt8>) -> (name: String, facts: KeyFacts) {
+        let slot = Self.slot(bytes)
+        if let recent = recentNames[slot], recent.bytes.count == bytes.count,
+           bytes.isEmpty || recent.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+            return (recent.name, recent.facts)
+        }
+        let name = String(decoding: bytes, as: UTF8.self)
+        let facts = facts(name)
+        recentNames[slot] = RecentName(bytes: Array(bytes), name: name, facts: facts)
+        return (name, facts)
+    }
+
+    /// Which of the 64 slots: the length and the first and last bytes mixed (cheap, not a
+    /// defence: collisions only cost the look-up `name` would have made anyway).
+    @inline(__always) private static func slot(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let first = bytes.first, let last = bytes.last else { return 0 }
+        let mixed = (UInt32(bytes.count) &* 0x9E37_79B1) ^ (UInt32(first) &* 0x85EB_CA6B) ^ (UInt32(last) &* 0xC2B2_AE35)
+            ^ (UInt32(bytes[bytes.count / 2]) &* 0x27D4_EB2F)
+        return Int(mixed >> 26)
     }
 
     func isCorrelationKey(_ key: String) -> Bool { facts(key).correlation }
 
     func findings(in text: String, key: String?) -> [LeakScanner.Finding] {
-        guard let key else { return memo(Read(keyed: false, label: nil, text: text)) { $0.findings(in: text) } }
+        guard let key else { return memo(Read(keyed: false, label: nil, text: text), text: text) { $0.findings(in: text) } }
         return findings(in: text, key: key, facts: facts(key))
     }
 
     func findings(in text: String, key: String, facts: KeyFacts) -> [LeakScanner.Finding] {
-        memo(Read(keyed: true, label: facts.mayBeLabel ? key : nil, text: text)) {
+        memo(Read(keyed: true, label: facts.mayBeLabel ? key : nil, text: text), text: text) {
             $0.findings(in: text, key: key, keyMayBeLabel: facts.mayBeLabel)
         }
     }
 
-    private func memo(_ read: Read, _ scan: (LeakScanner) -> [LeakScanner.Finding]) -> [LeakScanner.Finding] {
+    private func memo(_ read: @autoclosure () -> Read, text: String, _ scan: (LeakScanner) -> [LeakScanner.Finding]) -> [LeakScanner.Finding] {
+        guard text.utf8.count <= Self.longestRemembered else { return scan(scanner) }
+        let read = read()
         if clean.contains(read) { return [] }
         let found = scan(scanner)
         if found.isEmpty, clean.count < 100_000 { clean.insert(read) }

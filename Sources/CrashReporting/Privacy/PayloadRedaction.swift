@@ -68,7 +68,7 @@ enum PayloadRedaction {
     private static let keyFacts = KeyFactsTable()
 
     static func facts(ofKey key: String) -> KeyFacts {
-        let remembered = key.utf8.count <= 64 && key.utf8.allSatisfy { $0 < 128 }
+        let remembered = key.utf8.count <= 64 && OutgoingCheck.isASCII(key)
         if remembered, let known = keyFacts.lock.withLock({ keyFacts.facts[key] }) { return known }
         let folded = foldedKey(key)
         let facts = KeyFacts(sensitive: isSensitive(folded: folded), correlation: correlationKeys.contains(folded))
@@ -82,9 +82,10 @@ enum PayloadRedaction {
 
     /// A correlation id kept as it is: under one of `correlationKeys`, and nothing but hex digits
     /// and dashes (ids and UUIDs), so a secret put there by mistake is still redacted.
-    static func isCorrelationID(_ text: String, key: String) -> Bool {
-        guard (8...64).contains(text.utf8.count), facts(ofKey: key).correlation else { return false }
-        return text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || OutgoingCheck.isASCIIHexDigit($0) }
+    static func isCorrelationID(_ text: String, keyFacts: KeyFacts) -> Bool {
+        guard keyFacts.correlation, (8...64).contains(text.utf8.count) else { return false }
+        @inline(__always) func isIDByte(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "-") || OutgoingCheck.isASCIIHexDigit(byte) }
+        return text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isIDByte) } ?? text.utf8.allSatisfy(isIDByte)
     }
 
     /// A labelled value: the patterns see "key=value", so rules that need the label fire; a
@@ -93,7 +94,8 @@ enum PayloadRedaction {
         switch value {
         case .string(let text):
             guard let key, !text.isEmpty else { return .string(redact(text).text) }
-            if isCorrelationID(text, key: key) { return value }
+            let keyFacts = facts(ofKey: key)
+            if isCorrelationID(text, keyFacts: keyFacts) { return value }
             let labelled = key + "=" + text
             let redacted = redact(labelled)
             let result = redacted.text
@@ -105,7 +107,7 @@ enum PayloadRedaction {
             // before it, whose "=" ends every run. The text then comes out as it went in, and a
             // large body is not scanned twice.
             let plain = redacted.ruleAdmitted ? redact(text).text : text
-            if plain == text && isSensitiveKey(key) && !text.hasPrefix("[") { return .string("[REDACTED]") }
+            if plain == text && keyFacts.sensitive && !text.hasPrefix("[") { return .string("[REDACTED]") }
             return .string(plain)
         case .int, .double:
             guard let key, isSensitiveKey(key) else { return value }
@@ -159,6 +161,8 @@ final class RedactionMemo {
     let redactor: Redactor
     private let verifier: RedactionVerifier?
     private var redacted: [String: Redactor.Redacted] = [:]
+    /// Texts longer than `MemoScanner.longestRemembered`, the last eight.
+    private var long: [(text: String, result: Redactor.Redacted)] = []
     /// Texts the verifier found nothing in, and whether a check's hint let it read them at all.
     private var clean: [String: Bool] = [:]
     /// Whether the last `findings(in:)` read the payload's bytes (tests).
@@ -193,16 +197,33 @@ final class RedactionMemo {
     init(redactor: Redactor, verifier: RedactionVerifier?) {
         self.redactor = redactor
         self.verifier = verifier
+        redacted.reserveCapacity(1024)   // a payload of breadcrumbs fills it: not rehashed as it grows
     }
 
     func redact(_ text: String) -> String { redactNoting(text).text }
 
     func redactNoting(_ text: String) -> Redactor.Redacted {
-        if let known = redacted[text] { return known }
+        if let known = redactedAlready(text) { return known }
         let result = redactor.redactNoting(text)
-        if redacted.count > 50_000 { redacted.removeAll() }
-        redacted[text] = result
+        if text.utf8.count > MemoScanner.longestRemembered {
+            if long.count == 8 { long.removeFirst() }
+            long.append((text, result))
+        } else {
+            if redacted.count > 50_000 { redacted.removeAll() }
+            redacted[text] = result
+        }
         return result
+    }
+
+    /// What this pass's redaction made of `text`, when it redacted it. A text longer than
+    /// `MemoScanner.longestRemembered` is rare (an API body, as itself and after its key), and
+    /// hashing it to look it up, then again to remember it, cost a tenth of its redaction: the
+    /// last eight are kept apart and compared, not hashed.
+    private func redactedAlready(_ text: String) -> Redactor.Redacted? {
+        guard text.utf8.count <= MemoScanner.longestRemembered else {
+            return long.first(where: { $0.text.utf8.count == text.utf8.count && $0.text == text })?.result
+        }
+        return redacted[text]
     }
 
     /// What the verifier still finds in the final payload: every string and number outside the
@@ -216,7 +237,7 @@ final class RedactionMemo {
         @discardableResult func check(_ text: String) -> Bool {
             if let admitted = clean[text] { return admitted }
             // A text redaction left as it was: the facts its hints read then.
-            let result = verifier.findingsNoting(in: text, known: redacted[text]?.unchangedFacts)
+            let result = verifier.findingsNoting(in: text, known: redactedAlready(text)?.unchangedFacts)
             if result.findings.isEmpty { clean[text] = result.admitted } else { found += result.findings }
             return result.admitted
         }
@@ -336,8 +357,11 @@ struct VerifyWalk {
 extension Redactor {
     /// Redacts every free text of `payload`: log messages and metadata, network error URLs and
     /// messages, crash and error messages, error userInfo, custom data, key values, the user id.
+    /// Each distinct text is redacted once for the call (a payload's breadcrumbs repeat their
+    /// metadata's keys and routes), as an upload pass does with its memo.
     public func apply(to payload: inout DiagnosticsPayload) {
-        apply(to: &payload, noting: redactNoting)
+        let memo = RedactionMemo(redactor: self, verifier: nil)
+        apply(to: &payload, noting: memo.redactNoting)
     }
 
     func apply(to payload: inout DiagnosticsPayload, noting: (String) -> Redacted) {
