@@ -161,6 +161,13 @@ struct LeakScannerGateTests {
             let scalars = NormalisedText(text).scalars
             let expected = LeakScanner.tokens(scalars).last.flatMap { $0.range.count >= 4 ? $0.range : nil }
             #expect(LeakScanner.lastWord(scalars) == expected, "\(text)")
+            // Read from the bytes when the text is plain ASCII: the same word, the same scalars.
+            let tail = LeakScanner.tail(of: text)
+            #expect(tail?.range == expected && tail.map { Array(scalars[$0.range]) == $0.scalars } ?? true, "\(text)")
+        }
+        for text in ["a %41BCD", "x &#65;BCD", "ｗｏｒｄ", "naïve café", "plain word"] {
+            let scalars = NormalisedText(text).scalars
+            #expect(LeakScanner.tail(of: text)?.scalars == LeakScanner.lastWord(scalars).map { Array(scalars[$0]) }, "\(text)")
         }
     }
 }

@@ -133,20 +133,19 @@ public struct LeakScanner: Sendable {
     public func findingsAcross(_ texts: [String]) -> [[Finding]] {
         var result = Array(repeating: [Finding](), count: texts.count)
         guard texts.count > 1 else { return result }
-        let views = texts.map(NormalisedText.init)
-        let tails: [Range<Int>?] = views.map { Self.lastWord($0.scalars) }
+        let tails = texts.map(Self.tail(of:))
         for start in texts.indices {
             for count in 2...3 where start + count <= texts.count {
-                let members = Array(start..<(start + count))
+                let members = start..<(start + count)
                 guard members.allSatisfy({ tails[$0] != nil }) else { break }
                 // A JWT begins "ey" (its header's "{\""); a split card is two runs of 4–12 digits.
-                let head = views[start].scalars[tails[start]!]
+                let head = tails[start]!.scalars
                 let mayBeJWT = head.first == "e" && head.dropFirst().first == "y"
                 let mayBeCard = count == 2 && members.allSatisfy { member in
-                    (4...12).contains(tails[member]!.count) && views[member].scalars[tails[member]!].allSatisfy(Self.isDigit)
+                    (4...12).contains(tails[member]!.scalars.count) && tails[member]!.scalars.allSatisfy(Self.isDigit)
                 }
                 guard !gated || mayBeJWT || mayBeCard else { continue }
-                let pieces = members.map { Array(views[$0].scalars[tails[$0]!]) }
+                let pieces = members.map { tails[$0]!.scalars }
                 let joined = pieces.flatMap { $0 }
                 let dotted = Array(pieces.map { String(String.UnicodeScalarView($0)) }.joined(separator: ".").unicodeScalars)
                 var kind: Kind?
@@ -158,7 +157,7 @@ public struct LeakScanner: Sendable {
                 }
                 guard let kind else { continue }
                 for member in members {
-                    result[member] += views[member].findings([(kind, tails[member]!)])
+                    result[member] += NormalisedText(texts[member]).findings([(kind, tails[member]!.range)])
                 }
             }
         }
@@ -289,8 +288,10 @@ public struct LeakScanner: Sendable {
     private static func ssns(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         guard s.count >= 11 else { return }
         for start in 0...(s.count - 11) {
+            // The digits first: most scalars of a text are none, and spaces are many.
+            guard isDigit(s[start]), isDigit(s[start + 2]) else { continue }
             let separator = s[start + 3]
-            guard separator == "-" || separator == " ", s[start + 6] == separator, isDigit(s[start]) else { continue }
+            guard separator == "-" || separator == " ", s[start + 6] == separator else { continue }
             guard start == 0 || !(isWordScalar(s[start - 1]) || s[start - 1] == "-") else { continue }
             let positions = [0, 1, 2, 4, 5, 7, 8, 9, 10].map { start + $0 }
             guard positions.allSatisfy({ isDigit(s[$0]) }) else { continue }
@@ -453,7 +454,25 @@ public struct LeakScanner: Sendable {
     }
 
     /// The last of `tokens(s)`, when it has 4 characters or more; found from the end.
-    static func lastWord(_ s: [Unicode.Scalar]) -> Range<Int>? {
+    /// A text's last word as the scanner reads it (`lastWord` of `NormalisedText(text).scalars`)
+    /// and that word's scalars. Plain ASCII (no byte the normaliser decodes: none from 0x80, no
+    /// "%", no "&") is its own scalars, and is read from its bytes without normalising the whole
+    /// text (the split-secret check reads the last word of every breadcrumb).
+    static func tail(of text: String) -> (range: Range<Int>, scalars: [Unicode.Scalar])? {
+        enum Plain { case not, word((range: Range<Int>, scalars: [Unicode.Scalar])?) }
+        let plain: Plain? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            var special: UInt8 = 0
+            for byte in bytes { special |= (byte & 0x80) | (byte == UInt8(ascii: "%") ? 1 : 0) | (byte == UInt8(ascii: "&") ? 1 : 0) }
+            guard special == 0 else { return .not }
+            let scalars = bytes.lazy.map { Unicode.Scalar($0) }
+            return .word(lastWord(scalars).map { ($0, Array(scalars[$0])) })
+        }
+        if case .word(let word)? = plain { return word }
+        let view = NormalisedText(text)
+        return lastWord(view.scalars).map { ($0, Array(view.scalars[$0])) }
+    }
+
+    static func lastWord<Scalars: RandomAccessCollection<Unicode.Scalar>>(_ s: Scalars) -> Range<Int>? where Scalars.Index == Int {
         var end = s.count
         while end > 0 {
             while end > 0, isSeparator(s[end - 1]) { end -= 1 }

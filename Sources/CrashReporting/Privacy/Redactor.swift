@@ -429,6 +429,15 @@ extension Redactor {
                         continue
                     }
                     let digit = byte &- 48 <= 9
+                    if !digit, byte != UInt8(ascii: "."), byte != UInt8(ascii: ":"), byte != UInt8(ascii: "-"), byte != 32 {
+                        // Any other byte (quotes, commas, brackets: much of a JSON body) ends every
+                        // run and starts no shape: what the walk below does for it, at once.
+                        hexRun = 0; runColons = 0; runSeparators = 0
+                        alphanumericRun = 0; runNotHex = false
+                        digitRun = 0
+                        index += 1
+                        continue
+                    }
                     if isHex(byte) {
                         hexRun += 1
                     } else if byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-") {
@@ -1222,6 +1231,7 @@ struct HintWords: Sendable {
         var found = Mask()
         text.withUnsafeBufferPointer { text in
             bigrams.withUnsafeBufferPointer { bigrams in
+            single.withUnsafeBufferPointer { single in
                 for index in 0..<text.count {
                     let first = text[index]
                     let one = single[Int(first)]
@@ -1241,6 +1251,7 @@ struct HintWords: Sendable {
                         entry += 1
                     }
                 }
+            }
             }
         }
         return found
