@@ -809,14 +809,20 @@ public struct LeakScanner: Sendable {
     /// The last three ASCII letters (lower-cased) or digits of `word`, packed; nil when it has another
     /// script's letters or fewer than three of them.
     static func asciiTail(_ word: ArraySlice<Unicode.Scalar>) -> UInt32? {
-        var tail: UInt32 = 0, kept = 0
+        asciiLetters(word).flatMap { $0.count >= 3 ? $0.last : nil }
+    }
+
+    /// The last three (or fewer) ASCII letters (lower-cased) and digits of `word`, packed, and how
+    /// many letters and digits it has; nil when it has another script's letters.
+    static func asciiLetters(_ word: ArraySlice<Unicode.Scalar>) -> (last: UInt32, count: Int)? {
+        var last: UInt32 = 0, kept = 0
         for scalar in word.reversed() {
             guard scalar.isASCII else { return nil }
             guard isDigit(scalar) || isASCIILetter(scalar) else { continue }
-            if kept < 3 { tail |= (isDigit(scalar) ? scalar.value : scalar.value | 0x20) << (8 * UInt32(kept)) }
+            if kept < 3 { last |= (isDigit(scalar) ? scalar.value : scalar.value | 0x20) << (8 * UInt32(kept)) }
             kept += 1
         }
-        return kept >= 3 ? tail : nil
+        return (last, kept)
     }
 
     /// Lower case, accents removed, letters (of any script) and digits only.
@@ -828,31 +834,10 @@ public struct LeakScanner: Sendable {
     /// What a word of one or two ASCII letters and digits must fold to, to be read as a label:
     /// "pw", the only label that short, and "id", which ends "tax id". Any other such word
     /// ("in", "of", "3") is no label's last word, and is passed over without folding it (most
-    /// words of prose that `asciiTail` cannot judge). Packed as `asciiTail` packs.
-    static let shortLabelWords: Set<UInt32> = {
-        var words: Set<UInt32> = []
-        for word in secretLabels.union(bareLabels).union(multiWordEnds) where word.unicodeScalars.count < 3 {
-            var packed: UInt32 = 0
-            for (position, scalar) in word.unicodeScalars.reversed().enumerated() { packed |= scalar.value << (8 * UInt32(position)) }
-            words.insert(packed)
-        }
-        return words
-    }()
-
-    /// The ASCII letters (lower-cased) and digits of a word that has fewer than three of them,
-    /// packed as `asciiTail` packs; nil for a word with three or more, or with another script's
-    /// letters.
-    static func shortASCIIWord(_ word: ArraySlice<Unicode.Scalar>) -> UInt32? {
-        var packed: UInt32 = 0, kept = 0
-        for scalar in word.reversed() {
-            guard scalar.isASCII else { return nil }
-            guard isDigit(scalar) || isASCIILetter(scalar) else { continue }
-            guard kept < 2 else { return nil }
-            packed |= (isDigit(scalar) ? scalar.value : scalar.value | 0x20) << (8 * UInt32(kept))
-            kept += 1
-        }
-        return packed
-    }
+    /// words of prose that `asciiTail` cannot judge). Packed as `asciiLetters` packs.
+    static let shortLabelWords: Set<UInt32> = Set(secretLabels.union(bareLabels).union(multiWordEnds).compactMap { word in
+        asciiLetters(Array(word.unicodeScalars)[...]).flatMap { $0.count < 3 ? $0.last : nil }
+    })
 
     private static func labelled(_ s: [Unicode.Scalar], _ tokens: [Token], gated: Bool, into spans: inout [(Kind, Range<Int>)]) {
         guard tokens.count >= 2 else { return }
@@ -893,10 +878,12 @@ public struct LeakScanner: Sendable {
                 let first = s[tokens[index].range.lowerBound]
                 guard first.value >= 128 || isBareLabelStart(first.value, bareLabelStarts) || first == "-" else { continue }
             }
-            if let tail = Self.asciiTail(s[tokens[index].range]) {
-                if !labelTails.contains(tail) { continue }
-            } else if gated, let short = Self.shortASCIIWord(s[tokens[index].range]), !shortLabelWords.contains(short) {
-                continue
+            if let letters = Self.asciiLetters(s[tokens[index].range]) {
+                if letters.count >= 3 {
+                    if !labelTails.contains(letters.last) { continue }
+                } else if gated, !shortLabelWords.contains(letters.last) {
+                    continue
+                }
             }
             // The label: this word, or it with the one or two before it ("mot de passe", "2FA code"):
             // wider only when this word ends a label of several words.

@@ -337,7 +337,7 @@ final class MemoScanner {
         return (name, facts)
     }
 
-    /// Which of the 64 slots: the length and the first and last bytes mixed (cheap, not a
+    /// Which of the 64 slots: the length and the first, middle and last bytes mixed (cheap, not a
     /// defence: collisions only cost the look-up `name` would have made anyway).
     @inline(__always) private static func slot(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         guard let first = bytes.first, let last = bytes.last else { return 0 }
