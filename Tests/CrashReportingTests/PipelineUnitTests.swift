@@ -110,6 +110,21 @@ struct PipelineUnitTests {
             }
             #expect(try Gzip.decompress(zlib.prefix(written)) == plain, "zlib, \(size) bytes")
         }
+        // What is allocated before inflating. Not gzip, ending in a length of 4 GiB: 64 KiB (before
+        // the review's fix, 4 GiB at once), and refused. Gzip claiming 4 GiB: no more than its
+        // size allows at 1032:1, nor than the cap.
+        let notGzip = Data(repeating: 0x41, count: 5_000_000) + Data([0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(Gzip.initialCapacity(for: notGzip) == 64 * 1024)
+        #expect(throws: (any Error).self) { try Gzip.decompress(notGzip) }
+        var lying = try Gzip.compress(Data(repeating: 0x41, count: 100_000))
+        lying.replaceSubrange((lying.count - 4)..<lying.count, with: Data([0xFF, 0xFF, 0xFF, 0xFF]))
+        #expect(Gzip.initialCapacity(for: lying) == max(64 * 1024, lying.count * 1032))
+        #expect(throws: (any Error).self) { try Gzip.decompress(lying) }
+        var large = Data([0x1F, 0x8B]) + Data(repeating: 0, count: 100_000)
+        large.replaceSubrange((large.count - 4)..<large.count, with: Data([0xFF, 0xFF, 0xFF, 0xFF]))
+        #expect(Gzip.initialCapacity(for: large) == Gzip.largestHint)
+        let honest = try Gzip.compress(Data(repeating: 0x41, count: 300_000))
+        #expect(Gzip.initialCapacity(for: honest) == 300_000)
     }
 
     @Test("a pass encodes a record once: the verify stage's JSON is each destination's body; a shrunk payload is encoded again")

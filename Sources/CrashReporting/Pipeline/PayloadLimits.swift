@@ -102,20 +102,29 @@ enum PayloadLimits {
         return output
     }
 
+    /// The most `decompress` allocates from the trailer's word before inflating (16 MiB: a
+    /// diagnostics body is at most 5 MB gzip'd).
+    static let largestHint = 16 << 20
+
+    /// What `decompress` allocates first: the gzip trailer's length (its last four bytes, the size
+    /// modulo 2^32). That is only a hint, read before zlib has checked anything, so it is trusted
+    /// only so far: a gzip stream's (magic 1F 8B; zlib's own format ends in a checksum), never more
+    /// than deflate's largest ratio (1032:1) allows, nor more than `largestHint`; 64 KiB at least.
+    /// (Review, 2026-11-29: a body that was no gzip, ending in FF FF FF FF, asked for 4 GiB at once.)
+    static func initialCapacity(for data: Data) -> Int {
+        let least = 64 * 1024
+        guard data.count >= 18, data[data.startIndex] == 0x1F, data[data.startIndex + 1] == 0x8B else { return least }
+        let size = data.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+        return max(least, min(size, data.count * 1032, largestHint))
+    }
+
     public static func decompress(_ data: Data) throws -> Data {
         var stream = z_stream()
         var status = inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else { throw Failure(code: status) }
         defer { inflateEnd(&stream) }
-        // Inflated in place into the result, sized at once from the gzip trailer's length (its
-        // last four bytes, the size modulo 2^32), which is only a hint: never more than deflate's
-        // largest ratio (1032:1) allows, and the result grows when the hint was short.
-        var capacity = 64 * 1024
-        if data.count >= 18 {
-            let size = data.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
-            capacity = max(capacity, min(size, data.count * 1032))
-        }
-        var result = Data(count: capacity)
+        // Inflated in place into the result, sized at once (`initialCapacity`); it grows when that was short.
+        var result = Data(count: initialCapacity(for: data))
         var produced = 0
         try data.withUnsafeBytes { input in
             stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
