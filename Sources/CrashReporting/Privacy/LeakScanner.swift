@@ -204,7 +204,8 @@ public struct LeakScanner: Sendable {
         s.withUnsafeBufferPointer { cards($0, into: &spans) }
     }
 
-    /// Read through a buffer pointer: an array's bounds checks were a third of this loop.
+    /// Read through a buffer pointer: no array bounds check at each look (3.97 -> 2.96 M
+    /// instructions over 3 rounds of tools/bench-privacy's check; the same for the others below).
     private static func cards(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         var index = 0
         var groups: [(start: Int, end: Int)] = []
@@ -284,7 +285,7 @@ public struct LeakScanner: Sendable {
         s.withUnsafeBufferPointer { ssns($0, into: &spans) }
     }
 
-    /// Read through a buffer pointer: an array's bounds checks were a third of this loop.
+    /// Read through a buffer pointer, as `cards` is.
     private static func ssns(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         guard s.count >= 11 else { return }
         for start in 0...(s.count - 11) {
@@ -315,7 +316,7 @@ public struct LeakScanner: Sendable {
         s.withUnsafeBufferPointer { phones($0, into: &spans) }
     }
 
-    /// Read through a buffer pointer: an array's bounds checks were a third of this loop.
+    /// Read through a buffer pointer, as `cards` is.
     private static func phones(_ s: UnsafeBufferPointer<Unicode.Scalar>, into spans: inout [(Kind, Range<Int>)]) {
         var index = 0
         while index < s.count {
@@ -453,7 +454,6 @@ public struct LeakScanner: Sendable {
         return tokens
     }
 
-    /// The last of `tokens(s)`, when it has 4 characters or more; found from the end.
     /// A text's last word as the scanner reads it (`lastWord` of `NormalisedText(text).scalars`)
     /// and that word's scalars. Plain ASCII (no byte the normaliser decodes: none from 0x80, no
     /// "%", no "&") is its own scalars, and is read from its bytes without normalising the whole
@@ -461,9 +461,7 @@ public struct LeakScanner: Sendable {
     static func tail(of text: String) -> (range: Range<Int>, scalars: [Unicode.Scalar])? {
         enum Plain { case not, word((range: Range<Int>, scalars: [Unicode.Scalar])?) }
         let plain: Plain? = text.utf8.withContiguousStorageIfAvailable { bytes in
-            var special: UInt8 = 0
-            for byte in bytes { special |= (byte & 0x80) | (byte == UInt8(ascii: "%") ? 1 : 0) | (byte == UInt8(ascii: "&") ? 1 : 0) }
-            guard special == 0 else { return .not }
+            guard NormalisedText.isPlain(bytes) else { return .not }
             let scalars = bytes.lazy.map { Unicode.Scalar($0) }
             return .word(lastWord(scalars).map { ($0, Array(scalars[$0])) })
         }
@@ -472,6 +470,7 @@ public struct LeakScanner: Sendable {
         return lastWord(view.scalars).map { ($0, Array(view.scalars[$0])) }
     }
 
+    /// The last of `tokens(s)`, when it has 4 characters or more; found from the end.
     static func lastWord<Scalars: RandomAccessCollection<Unicode.Scalar>>(_ s: Scalars) -> Range<Int>? where Scalars.Index == Int {
         var end = s.count
         while end > 0 {
@@ -970,9 +969,7 @@ struct NormalisedText {
         // Plain ASCII with nothing to decode ("%", "&"): each byte is its scalar.
         var contiguous = text
         let plain: [Unicode.Scalar]? = contiguous.withUTF8 { bytes in
-            var special: UInt8 = 0
-            for byte in bytes { special |= (byte & 0x80) | (byte == UInt8(ascii: "%") ? 1 : 0) | (byte == UInt8(ascii: "&") ? 1 : 0) }
-            guard special == 0 else { return nil }
+            guard Self.isPlain(bytes) else { return nil }
             guard !bytes.isEmpty else { return [] }
             return [Unicode.Scalar](unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
                 // A scalar is its 32-bit value: widened byte by byte, a loop the compiler vectorises.
@@ -1040,6 +1037,14 @@ struct NormalisedText {
             }
             position += 1
         }
+    }
+
+    /// Whether UTF-8 `bytes` hold nothing the normaliser decodes (no byte from 0x80, no "%", no
+    /// "&"): such a text's scalars are its bytes.
+    static func isPlain(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var special: UInt8 = 0
+        for byte in bytes { special |= (byte & 0x80) | (byte == UInt8(ascii: "%") ? 1 : 0) | (byte == UInt8(ascii: "&") ? 1 : 0) }
+        return special == 0
     }
 
     static func plain(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
