@@ -221,13 +221,24 @@ public enum CrashGrouping {
 
     /// Where a payload frame's code comes from.
     public static func origin(of frame: DiagnosticsPayload.Frame, images: [DiagnosticsPayload.Image]) -> Origin {
-        let path = frame.module.flatMap { module in images.first(where: { $0.path == module || $0.path.hasSuffix("/" + module) })?.path }
+        let path = frame.module.flatMap { module -> String? in
+            let suffix = "/" + module
+            return images.first(where: { $0.path == module || $0.path.hasSuffix(suffix) })?.path
+        }
         return origin(function: frame.function, file: frame.file, module: frame.module, modulePath: path)
     }
 
     /// Where code comes from, by every clue there is: the reporter's if any clue says so, the
     /// system's if any says so, else the app's. `module` is the file name; `modulePath` where it was loaded from.
     public static func origin(function: String?, file: String?, module: String?, modulePath: String?) -> Origin {
+        let key = OriginKey(function: function, file: file, module: module, modulePath: modulePath)
+        return originMemo.value(for: key, size: key.size) {
+            computedOrigin(function: function, file: file, module: module, modulePath: modulePath)
+        }
+    }
+
+    /// `origin(function:file:module:modulePath:)` worked out, not remembered.
+    static func computedOrigin(function: String?, file: String?, module: String?, modulePath: String?) -> Origin {
         let byFile = file.flatMap(origin(ofFile:))
         let byName = function.flatMap(origin(ofFunction:))
         if byFile == .reporter || byName == .reporter { return .reporter }
@@ -329,6 +340,11 @@ public enum CrashGrouping {
     /// file:line"); nil for glue that wraps no function of its own (thunks, witnesses, value
     /// operations) and for an address.
     public static func groupingName(_ name: String) -> String? {
+        groupingNameMemo.value(for: ExactText(name), size: name.utf8.count) { computedGroupingName(name) }
+    }
+
+    /// `groupingName(_:)` worked out, not remembered.
+    static func computedGroupingName(_ name: String) -> String? {
         var text = name.trimmingWhitespace()
         if text.includes(" + "), let plus = text.range(of: " + ", options: .backwards) { text = String(text[..<plus.lowerBound]) }
         // Each regular expression only behind the literal it cannot match without.
@@ -377,6 +393,86 @@ public enum CrashGrouping {
             previous = character
         }
         return result
+    }
+
+    // MARK: Remembered answers
+
+    /// A string as a memo's key, compared and hashed by its UTF-8 bytes. Swift's `==` and hashing
+    /// treat canonically equivalent spellings as one string ("\u{212A}" is "K"), but the grouping
+    /// reads bytes and `groupingName` copies them: keyed by `String`, the first spelling seen
+    /// would be every later equivalent one's answer, and another app's signature with it.
+    struct ExactText: Hashable {
+        var text: String?
+
+        init(_ text: String?) { self.text = text }
+
+        static func == (a: Self, b: Self) -> Bool {
+            switch (a.text, b.text) {
+            case (nil, nil): return true
+            case (let x?, let y?): return x.utf8.elementsEqual(y.utf8)
+            default: return false
+            }
+        }
+
+        func hash(into hasher: inout Hasher) {
+            guard var text else { return hasher.combine(-1) }
+            hasher.combine(text.utf8.count)
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// The four clues `origin(function:file:module:modulePath:)` reads.
+    struct OriginKey: Hashable {
+        var function: ExactText
+        var file: ExactText
+        var module: ExactText
+        var modulePath: ExactText
+
+        init(function: String?, file: String?, module: String?, modulePath: String?) {
+            self.function = ExactText(function)
+            self.file = ExactText(file)
+            self.module = ExactText(module)
+            self.modulePath = ExactText(modulePath)
+        }
+
+        var size: Int { [function, file, module, modulePath].reduce(0) { $0 + ($1.text?.utf8.count ?? 0) } }
+    }
+
+    /// Grouping runs for every report the collector receives, and the same crash sites come back
+    /// in report after report: the names' and origins' answers are remembered. Each took string
+    /// work per frame (demangled-name simplification, prefix lists): 7.6 % of the collector's CPU
+    /// under tools/bench-collector (Decision 0054).
+    static let originMemo = Memo<OriginKey, Origin>()
+    static let groupingNameMemo = Memo<ExactText, String?>()
+
+    /// Answers of a pure function, remembered: at most `capacity` of them, and only for inputs of
+    /// at most `maximumSize` bytes, so that a sender of ever-new or huge names costs a bounded
+    /// table and no more than the work itself. Full, it starts again empty (the crash sites in use
+    /// come back at once).
+    final class Memo<Key: Hashable, Value>: @unchecked Sendable {
+        // @unchecked: `answers` is only touched under `lock`.
+        let capacity: Int
+        let maximumSize: Int
+        private let lock = NSLock()
+        private var answers: [Key: Value] = [:]
+
+        init(capacity: Int = 4096, maximumSize: Int = 2048) {
+            self.capacity = capacity
+            self.maximumSize = maximumSize
+        }
+
+        var count: Int { lock.withLock { answers.count } }
+
+        func value(for key: Key, size: Int, _ compute: () -> Value) -> Value {
+            guard size <= maximumSize else { return compute() }
+            if let known = lock.withLock({ answers[key] }) { return known }
+            let value = compute()
+            lock.withLock {
+                if answers.count >= capacity { answers.removeAll(keepingCapacity: true) }
+                answers[key] = value
+            }
+            return value
+        }
     }
 
     /// Compiled once: grouping runs for every report the collector receives and every Sentry
