@@ -160,6 +160,8 @@ private func crash(_ frames: [DiagnosticsPayload.Frame], kind: String = "crash",
         #expect(key.digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(key.storedKey == "tba7816bf8f01cfea:k-1")
         #expect(Ingest.newDiagnosticsID().wholeMatch(of: /diag_[0-9a-f]{16}/) != nil)
+        // 64 random bits each: 1000 ids collide with odds of about 3e-14.
+        #expect(Set((0..<1000).map { _ in Ingest.newDiagnosticsID() }).count == 1000)
     }
 
     @Test func connectLinkValidation() {

@@ -280,8 +280,9 @@ struct Ingest: Sendable {
 
     /// "diag_" and 16 random hex digits, as fake_collector.py answers.
     static func newDiagnosticsID() -> String {
+        // One 64-bit draw: a draw per byte was eight calls into the system's generator.
         var generator = SystemRandomNumberGenerator()
-        return "diag_" + hexString((0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        return "diag_" + hexString(withUnsafeBytes(of: generator.next() as UInt64) { Array($0) })
     }
 }
 
