@@ -3,13 +3,18 @@
 // in other processes are real here, so idempotency rests on the unique index (INSERT … ON CONFLICT
 // DO NOTHING, then read the first answer) and the schema is migrated under an advisory lock, each
 // version once (schema_migrations; decision 0032).
+import CrashReportModel
+import Crypto
 import Foundation
 import Logging
 import NIOSSL
 import PostgresNIO
+import Synchronization
 
 public final class PostgresStore: Store {
     private let client: PostgresClient
+    /// Set when PostgreSQL refused the prepared ingest statement (see `ingest(_:preparedAs:)`).
+    private let preparedRefused = Atomic<Bool>(false)
     private let runner: Task<Void, Never>
     private let logger: Logger
 
@@ -193,7 +198,35 @@ public final class PostgresStore: Store {
     /// (an upsert), its reports and its session, each only when the upload row went in; the
     /// foreign keys are checked at the statement's end, when the rows are all there.
     public func ingest(_ record: IngestRecord) async throws -> IngestOutcome {
-        let inserted = try await first(client.query(Self.ingestQuery(record), logger: logger), as: Int64.self)
+        try await ingest(record, preparedAs: PreparedIngest.self)
+    }
+
+    /// `record` written by the `Prepared` statement when it is that statement's shape, else by a
+    /// statement of its own. If PostgreSQL refuses the prepared statement (its preparing failed: a
+    /// lock or statement timeout, a cancel; or it is gone: DEALLOCATE, a pooler that moved the
+    /// session), the statement wrote nothing, and the upload is sent as a statement of its own.
+    /// From then on this store prepares nothing: PostgresNIO keeps a failed preparation's error
+    /// for the connection's life. A connection error is thrown as before (whether it committed
+    /// is unknown).
+    func ingest<Prepared: PreparedIngestStatement>(_ record: IngestRecord, preparedAs: Prepared.Type) async throws -> IngestOutcome {
+        let statement = Self.ingestStatement(record)
+        var inserted: Int64?
+        var written = false
+        if !preparedRefused.load(ordering: .relaxed), let prepared = Prepared(statement) {
+            do {
+                var rows = try await client.execute(prepared, logger: logger).makeAsyncIterator()
+                inserted = try await rows.next()
+                while try await rows.next() != nil {}
+                written = true
+            } catch let error as PSQLError where error.code == .server {
+                if !preparedRefused.exchange(true, ordering: .relaxed) {
+                    logger.warning("postgres: the prepared ingest statement was refused (\(String(reflecting: error))); uploads are sent as statements of their own from now on")
+                }
+            }
+        }
+        if !written {
+            inserted = try await first(client.query(statement.query, logger: logger), as: Int64.self)
+        }
         guard inserted != nil else {
             // The key is stored (by this or another collector, committed before our insert went on).
             let key = record.idempotencyKey ?? ""
@@ -204,7 +237,51 @@ public final class PostgresStore: Store {
         return .stored
     }
 
-    static func ingestQuery(_ record: IngestRecord) -> PostgresQuery {
+    /// The ingest statement of an upload with one crash report in one issue (what the runtime sends:
+    /// a record an upload), prepared once on each connection: PostgreSQL then parses and analyses
+    /// it once, not for every upload. Sent as an unnamed statement, parsing, analysing and planning
+    /// that CTE was about half of PostgreSQL's CPU time under tools/bench-collector (Decision
+    /// 0054). Its text and types are what `ingestStatement` makes for such an upload; another
+    /// upload's statement is used only when both are the same.
+    struct PreparedIngest: PreparedIngestStatement {
+        typealias Row = Int64
+        /// Named after its text: a connection shared with another collector version (a pooler)
+        /// never runs this name with other text.
+        static let name = "collector_ingest_" + hexString(SHA256.hash(data: Data(sql.utf8))).prefix(16)
+        static let shape: (query: PostgresQuery, types: [PostgresDataType]) = {
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let issue = IssueKey(signature: "s", title: "t", subtitle: "s", exceptionType: "e")
+            return ingestStatement(IngestRecord(
+                diagnosticsID: "d", idempotencyKey: "k", testRunID: "r", receivedAt: now, answer: "{}",
+                app: AppMetadata(app_name: "a", app_version: "1", build_number: "1", bundle_id: "b", environment: "e"),
+                userID: "u", userKey: "u", payloadJSON: "{}",
+                reports: [.init(reportID: "r", kind: "crash", occurredAt: now, exceptionType: "e", exceptionMessage: "m",
+                                symbolicated: true, reportJSON: "{}", issue: issue)],
+                session: .init(sessionID: "r", appVersion: "1", crashed: true, day: "2027-01-15")))
+        }()
+        static var sql: String { shape.query.sql }
+        static var bindingDataTypes: [PostgresDataType] { shape.types }
+
+        let binds: PostgresBindings
+
+        /// The prepared form of `statement`; nil when its text or types are another shape's.
+        init?(_ statement: (query: PostgresQuery, types: [PostgresDataType])) {
+            guard statement.query.sql == Self.sql, statement.types == Self.bindingDataTypes else { return nil }
+            binds = statement.query.binds
+        }
+
+        func makeBindings() throws -> PostgresBindings { binds }
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    /// A prepared form of the ingest statement, for the uploads of its shape.
+    protocol PreparedIngestStatement: PostgresPreparedStatement where Row == Int64 {
+        /// nil when `statement` is not this shape's.
+        init?(_ statement: (query: PostgresQuery, types: [PostgresDataType]))
+    }
+
+    /// The ingest statement and the types of its values, in order.
+    static func ingestStatement(_ record: IngestRecord) -> (query: PostgresQuery, types: [PostgresDataType]) {
         var sql = SQL()
         let received = record.receivedAt.millisecondsSince1970
         let app = record.app
@@ -266,7 +343,7 @@ public final class PostgresStore: Store {
                   crashed = sessions.crashed OR EXCLUDED.crashed)
             SELECT id FROM u
             """)
-        return sql.query
+        return (sql.query, sql.types)
     }
 
     /// A statement put together piece by piece, its values bound ($1, $2…), never spliced in.
@@ -278,6 +355,8 @@ public final class PostgresStore: Store {
         }
 
         private var interpolation = PostgresQuery.StringInterpolation(literalCapacity: 4096, interpolationCount: 80)
+        /// The type of each value, in order (a NULL text is text).
+        private(set) var types: [PostgresDataType] = []
 
         mutating func add(_ literal: String) { interpolation.appendLiteral(literal) }
 
@@ -286,9 +365,15 @@ public final class PostgresStore: Store {
             for (index, value) in values.enumerated() {
                 interpolation.appendLiteral(index > 0 ? ", " : " ")
                 switch value {
-                case .text(let text): interpolation.appendInterpolation(text)
-                case .int(let number): interpolation.appendInterpolation(number)
-                case .bool(let flag): interpolation.appendInterpolation(flag)
+                case .text(let text):
+                    interpolation.appendInterpolation(text)
+                    types.append(.text)
+                case .int(let number):
+                    interpolation.appendInterpolation(number)
+                    types.append(.int8)
+                case .bool(let flag):
+                    interpolation.appendInterpolation(flag)
+                    types.append(.bool)
                 }
             }
         }
