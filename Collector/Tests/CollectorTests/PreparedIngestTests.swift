@@ -80,14 +80,24 @@ struct PreparedIngestOnPostgresTests {
         let database = try await TestDatabase.make()
         let store = try #require(try await database.open() as? PostgresStore)
         let payload = try PreparedIngestTests.payload(reports: ["crash"])
+        // An upload whose data PostgreSQL refuses (another upload's diagnostics id) fails both
+        // ways, and the store goes on preparing: the refusal was not the prepared statement's.
+        var first = try PreparedIngestTests.record(payload, key: "key-first")
+        first.diagnosticsID = "diag_00000000000000aa"
+        #expect(try await store.ingest(first) == .stored)
+        var clash = try PreparedIngestTests.record(payload, key: "key-clash")
+        clash.diagnosticsID = first.diagnosticsID
+        await #expect(throws: PSQLError.self) { try await store.ingest(clash) }
+        #expect(store.preparesIngest)
         var records: [IngestRecord] = []
         for index in 0..<3 {
             var record = try PreparedIngestTests.record(payload, key: "key-\(index)")
             record.diagnosticsID = "diag_000000000000000\(index)"
             records.append(record)
         }
-        // The first is refused prepared and written as its own statement; so are the next ones.
+        // A prepared statement PostgreSQL refuses: each upload is written as its own statement.
         for record in records { #expect(try await store.ingest(record, preparedAs: RefusedIngest.self) == .stored) }
+        #expect(!store.preparesIngest)
         // A repeat is still found by its key.
         #expect(try await store.ingest(records[0], preparedAs: RefusedIngest.self) == .duplicate(answer: "{}"))
         #expect(try await store.answer(forIdempotencyKey: "key-2") == "{}")
@@ -97,7 +107,7 @@ struct PreparedIngestOnPostgresTests {
         fresh.diagnosticsID = "diag_00000000000000ff"
         #expect(try await other.ingest(fresh) == .stored)
         #expect(try await other.ingest(fresh) == .duplicate(answer: "{}"))
-        #expect(try await store.issues(IssueQuery()).first?.eventCount == 4)
+        #expect(try await store.issues(IssueQuery()).first?.eventCount == 5)
         await other.close()
         await store.close()
         await database.remove()

@@ -15,6 +15,8 @@ public final class PostgresStore: Store {
     private let client: PostgresClient
     /// Set when PostgreSQL refused the prepared ingest statement (see `ingest(_:preparedAs:)`).
     private let preparedRefused = Atomic<Bool>(false)
+    /// Whether uploads of the prepared statement's shape are still written by it.
+    var preparesIngest: Bool { !preparedRefused.load(ordering: .relaxed) }
     private let runner: Task<Void, Never>
     private let logger: Logger
 
@@ -202,16 +204,18 @@ public final class PostgresStore: Store {
     }
 
     /// `record` written by the `Prepared` statement when it is that statement's shape, else by a
-    /// statement of its own. If PostgreSQL refuses the prepared statement (its preparing failed: a
-    /// lock or statement timeout, a cancel; or it is gone: DEALLOCATE, a pooler that moved the
-    /// session), the statement wrote nothing, and the upload is sent as a statement of its own.
-    /// From then on this store prepares nothing: PostgresNIO keeps a failed preparation's error
-    /// for the connection's life. A connection error is thrown as before (whether it committed
-    /// is unknown).
+    /// statement of its own. When PostgreSQL refuses the prepared statement, it wrote nothing,
+    /// and the upload is sent as a statement of its own. If that one goes in, the refusal was the
+    /// prepared statement's (its preparing failed: a lock or statement timeout, a cancel; or it is
+    /// gone: DEALLOCATE, a pooler that moved the session), and from then on this store prepares
+    /// nothing: PostgresNIO keeps a failed preparation's error for the connection's life. If it
+    /// fails too, the upload's own data was refused, and its error is thrown. A connection error
+    /// is thrown as before (whether it committed is unknown).
     func ingest<Prepared: PreparedIngestStatement>(_ record: IngestRecord, preparedAs: Prepared.Type) async throws -> IngestOutcome {
         let statement = Self.ingestStatement(record)
         var inserted: Int64?
         var written = false
+        var refusal: PSQLError?
         if !preparedRefused.load(ordering: .relaxed), let prepared = Prepared(statement) {
             do {
                 var rows = try await client.execute(prepared, logger: logger).makeAsyncIterator()
@@ -219,13 +223,14 @@ public final class PostgresStore: Store {
                 while try await rows.next() != nil {}
                 written = true
             } catch let error as PSQLError where error.code == .server {
-                if !preparedRefused.exchange(true, ordering: .relaxed) {
-                    logger.warning("postgres: the prepared ingest statement was refused (\(String(reflecting: error))); uploads are sent as statements of their own from now on")
-                }
+                refusal = error
             }
         }
         if !written {
             inserted = try await first(client.query(statement.query, logger: logger), as: Int64.self)
+            if let refusal, !preparedRefused.exchange(true, ordering: .relaxed) {
+                logger.warning("postgres: the prepared ingest statement was refused (\(String(reflecting: refusal))); uploads are sent as statements of their own from now on")
+            }
         }
         guard inserted != nil else {
             // The key is stored (by this or another collector, committed before our insert went on).
