@@ -218,9 +218,8 @@ public final class PostgresStore: Store {
         var refusal: PSQLError?
         if !preparedRefused.load(ordering: .relaxed), let prepared = Prepared(statement) {
             do {
-                var rows = try await client.execute(prepared, logger: logger).makeAsyncIterator()
-                inserted = try await rows.next()
-                while try await rows.next() != nil {}
+                // The first row's id; the rest read too, as `first(_:as:)` does, so the lease ends.
+                for try await id in try await client.execute(prepared, logger: logger) where inserted == nil { inserted = id }
                 written = true
             } catch let error as PSQLError where error.code == .server {
                 refusal = error
