@@ -92,6 +92,21 @@ int cfs_install_marker_handler(int signo, const char *path) {
     return sigaction(signo, &action, NULL);
 }
 
+static struct sigaction replaced_action;
+
+static void chaining_handler(int signo, siginfo_t *info, void *context) {
+    if (replaced_action.sa_flags & SA_SIGINFO) replaced_action.sa_sigaction(signo, info, context);
+}
+
+int cfs_install_chaining_handler(int signo) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = chaining_handler;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    return sigaction(signo, &action, &replaced_action);
+}
+
 static atomic_int loader_lock_held;
 
 static int hold_forever(struct dl_phdr_info *info, size_t size, void *data) {

@@ -23,6 +23,9 @@ enum Fixture: String, CaseIterable {
     case backgroundThreadStackOverflow = "background-thread-stack-overflow"
     case qsortComparatorCrash = "qsort-comparator-crash"
     case previousHandlerChained = "previous-handler-chained"
+    /// An app's SIGSEGV handler installed after start, calling ours: the crash's module read
+    /// cannot be a guarded copy (a fault in it would reach the app's handler first).
+    case handlerAfterStartChains = "handler-after-start-chains"
     case concurrentCrashes = "concurrent-crashes"
     case forceCrash = "force-crash"
     case deepStack = "deep-stack"
@@ -95,7 +98,7 @@ func waitForCoarseClockTick() {
 
 @inline(never) func crash(_ fixture: Fixture) {
     switch fixture {
-    case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained,
+    case .nullPointerWrite, .backgroundThreadCrash, .taskCrash, .previousHandlerChained, .handlerAfterStartChains,
          .faultInHandler, .hangInHandler, .loaderLockHeld, .contextThenCrash, .threadsContextThenCrash,
          .namedThreadsThenCrash, .forkChildCrashThenParentCrash, .forkDuringParentCrash, .forkChildOutOfDescriptorsCrash, .forkChildReusingDescriptorsCrash, .daemonisedChildCrash, .sigtermDuringCrash, .endSessionDuringCrash:
         cfs_write_null_pointer()
@@ -317,6 +320,9 @@ if ProcessInfo.processInfo.environment["CRASH_FIXTURE_NO_REPORTER"] != "1" {
     }
 }
 
+if fixture == .handlerAfterStartChains {
+    cfs_install_chaining_handler(SIGSEGV)
+}
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_STEADY_STATE"] == "1" {
     CrashReporter.waitForBackgroundWork()   // start's background work done: a process that has been running
 }

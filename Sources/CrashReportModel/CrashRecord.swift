@@ -126,8 +126,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         /// With "link_map": how many objects, from the list's start, one read found as start saw
         /// them (build-id included); the others were read one by one. Nil in older records.
         public var unchanged: Int? = nil
-        /// With "link_map": how that one read was made, "pipe" (a pipe of the reporter's own) or
-        /// "process_vm_readv" (a forked child, or the pipe not usable). Nil in older records.
+        /// With "link_map": how that one read was made, "direct" (copied in the crash handler,
+        /// a fault in the copy caught by it), "pipe" (a pipe of the reporter's own: the handler
+        /// could not catch such a fault) or "process_vm_readv" (neither). Nil in older records.
         public var read: String? = nil
         public var elapsedNanoseconds: UInt64?
     }

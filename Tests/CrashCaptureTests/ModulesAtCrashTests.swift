@@ -54,7 +54,7 @@ struct ModulesAtCrashTests {
         // the list is read object by object.
         let unchanged = try #require(table.unchanged)
         #expect(unchanged > 0 && unchanged < table.count, "unchanged \(unchanged) of \(table.count)")
-        #expect(table.read == "pipe")
+        #expect(table.read == "direct")
 
         let plugin = try #require(record.modules.first { $0.path == libraries.plugin.path }, "modules: \(record.modules.map(\.path))")
         #expect(!plugin.buildID.isEmpty)
@@ -68,11 +68,12 @@ struct ModulesAtCrashTests {
         _ = checkOrder(["plugin_crash", "callPlugin", "level5", "level4", "level3", "level2", "level1"], in: frames)
     }
 
-    @Test("the list as start saw it reads the same through the walk's pipe as by process_vm_readv", arguments: BuildConfiguration.allCases)
-    func pipeAndProcessVMReadvAgree(_ configuration: BuildConfiguration) throws {
+    @Test("the list as start saw it reads the same copied directly, through the walk's pipe and by process_vm_readv",
+          arguments: BuildConfiguration.allCases)
+    func directPipeAndProcessVMReadvAgree(_ configuration: BuildConfiguration) throws {
         let libraries = try buildPluginLibraries()
         var tables: [String: CrashRecord] = [:]
-        for misbehaviour in ["", "modules-read-without-pipe"] {
+        for misbehaviour in ["", "modules-read-without-direct", "modules-read-without-pipe"] {
             var environment = ["CRASH_FIXTURE_PLUGIN": libraries.plugin.path, "CRASH_FIXTURE_UNLOADED": libraries.unloaded.path]
             if !misbehaviour.isEmpty { environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] = misbehaviour }
             let run = try FixtureRun.run("dlopened-library-crash", configuration, environment: environment)
@@ -82,14 +83,49 @@ struct ModulesAtCrashTests {
             #expect(table.source == "link_map")
             tables[table.read ?? "none"] = record
         }
+        let copied = try #require(tables["direct"], "read: \(tables.keys)")
         let piped = try #require(tables["pipe"], "read: \(tables.keys)")
         let direct = try #require(tables["process_vm_readv"], "read: \(tables.keys)")
-        // Two processes of the same program: the same objects, in the same order, with the same
+        // Three processes of the same program: the same objects, in the same order, with the same
         // build-ids, and the same part of the list confirmed in the one read.
-        #expect(piped.modules.map(\.path) == direct.modules.map(\.path))
-        #expect(piped.modules.map(\.buildID) == direct.modules.map(\.buildID))
-        #expect(piped.moduleTable?.unchanged == direct.moduleTable?.unchanged)
-        #expect((piped.moduleTable?.unchanged ?? 0) > 0)
+        for other in [piped, direct] {
+            #expect(copied.modules.map(\.path) == other.modules.map(\.path))
+            #expect(copied.modules.map(\.buildID) == other.modules.map(\.buildID))
+            #expect(copied.moduleTable?.unchanged == other.moduleTable?.unchanged)
+        }
+        #expect((copied.moduleTable?.unchanged ?? 0) > 0)
+    }
+
+    @Test("a fault in the crash's guarded copy of the list is caught by the handler: the walk goes on object by object, and the table is whole",
+          arguments: BuildConfiguration.allCases)
+    func faultInDirectRead(_ configuration: BuildConfiguration) throws {
+        // The third node's address is replaced by one on page 0, which is never mapped.
+        let run = try FixtureRun.run("null-pointer-write", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "modules-read-faults"])
+        #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        #expect(record.nestedCrash == nil, "the copy's fault was taken for a crash in the handler")
+        #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+        let table = try #require(record.moduleTable)
+        #expect(table.source == "link_map" && table.read == "direct")
+        #expect(table.unchanged == 0, "the one read stopped at the fault, so nothing was confirmed by it")
+        // The same objects as a crash whose copy did not fault, each with its file's build-id.
+        let plain = try FixtureRun.run("null-pointer-write", configuration).onlyRecord()
+        #expect(plain.moduleTable?.read == "direct" && plain.moduleTable?.unchanged == plain.modules.count)
+        #expect(record.modules.map(\.path) == plain.modules.map(\.path))
+        #expect(record.modules.map(\.buildID) == plain.modules.map(\.buildID))
+        try checkModules(record)
+        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4"], in: try LLVMSymbolizer.symbolize(record))
+    }
+
+    @Test("an app's SIGSEGV handler installed after start, calling ours: the crash's read goes through the pipe, not a guarded copy")
+    func handlerInstalledAfterStart() throws {
+        let run = try FixtureRun.run("handler-after-start-chains", .release)
+        #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        let table = try #require(record.moduleTable)
+        #expect(table.source == "link_map" && table.read == "pipe", "\(table)")
+        #expect(table.unchanged == record.modules.count)
     }
 
     @Test("an object recognised from start whose build-id changed in memory (a rebuilt library reloaded in place) is read again")

@@ -17,6 +17,9 @@ void cfs_trap_instruction(void);
 /// Installs a SA_SIGINFO handler for `signo` that appends a line to `marker_path` and then restores
 /// the default action, so a chained call is visible and the process still dies by the signal.
 int cfs_install_marker_handler(int signo, const char *marker_path);
+/// Installs, over the current action for `signo` (CrashReporter's, after start), a handler of the
+/// app's that calls the action it replaced: as a library installed after start would.
+int cfs_install_chaining_handler(int signo);
 /// Holds the dynamic loader's lock (inside a dl_iterate_phdr callback) on a new thread, forever.
 /// Returns once the lock is held.
 void cfs_hold_loader_lock_on_new_thread(void);

@@ -156,6 +156,17 @@ void ccr_die(int signo);
 /// original siginfo and context; anything else is re-raised with ccr_die. Async-signal-safe.
 void ccr_end_by_signal(int signo, const siginfo_t *info);
 
+/// Copies `length` bytes from `from` to `to` (CrashTime/ccr_safe_copy.c): 0, or -1 when reading
+/// `from` faulted (the copy stops there; `to` holds a part). Only where ccr_safe_copy_recoverable()
+/// said yes, in our crash handler: the fault comes back through it. Async-signal-safe.
+int ccr_safe_copy(void *to, const void *from, size_t length) __attribute__((visibility("hidden")));
+/// Whether a fault in ccr_safe_copy on this thread now reaches ccr_signal_handler: SIGSEGV and
+/// SIGBUS not blocked, and both actions ours with SA_NODEFER. Async-signal-safe (three calls).
+int ccr_safe_copy_recoverable(void);
+/// Called first by the handler: 1 when the fault is ccr_safe_copy's read, in which case the
+/// context now resumes at its failure exit and the handler returns. Async-signal-safe.
+int ccr_safe_copy_recover(int signo, const siginfo_t *info, void *ucontext);
+
 /// Async-signal-safe: the raw getpid(2) system call.
 int ccr_getpid(void);
 /// Async-signal-safe: clock_gettime(2).

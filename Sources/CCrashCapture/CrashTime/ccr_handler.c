@@ -379,6 +379,9 @@ static void misbehave_for_test(void) {
 }
 
 void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
+    // A fault in the crash's own guarded copy (the module read): not a crash; resume the copy at
+    // its failure exit.
+    if (ccr_safe_copy_recover(signo, info, ucontext)) return;
     uint64_t started = ccr_now_ns(CLOCK_MONOTONIC);
     int saved_errno = errno;
     // A forked child (its pid is not the one saved at install; a second crash in the same child

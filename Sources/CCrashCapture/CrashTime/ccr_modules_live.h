@@ -33,13 +33,14 @@ typedef struct ccr_modules_live_state {
     char executable_path[CCR_MODULE_PATH_MAX];
     /// The loader's list at install, read under the loader lock (in dl_iterate_phdr's callback),
     /// up to its first object the install-time table does not have. The crash-time walk reads all
-    /// these nodes and their build-ids in one process_vm_readv and takes, from the list's start,
+    /// these nodes and their build-ids in one read (confirm_unchanged_prefix) and takes, from the list's start,
     /// every object found unchanged from this copy; it walks node by node only from the first
     /// change. `node_count` is stored (release) after the nodes.
     ccr_link_node nodes[CCR_MAX_MODULES];
     _Atomic int node_count;
-    /// A non-blocking pipe of our own, made with the table (Setup/ccr_modules.c): the crash's read
-    /// of those nodes goes through it, one writev of the pieces in and one readv out, ~10x less
+    /// A non-blocking pipe of our own, made with the table (Setup/ccr_modules.c): when the crash's
+    /// read of those nodes cannot be a guarded copy (ccr_safe_copy_recoverable), it goes through
+    /// it, one writev of the pieces in and one readv out, ~5x less
     /// than process_vm_readv, which pins each piece's page. Its identity is checked at the crash
     /// (an app may close descriptors and reuse the numbers); a forked child never uses it (it
     /// shares it with the parent). `read_pipe_ready` is stored (release) after the rest.

@@ -361,6 +361,8 @@ public enum CrashReporter {
         case "modules-read-without-pipe": return 10
         case "abort-during-asked-walk": return 11
         case "killed-before-session-marked": return 12
+        case "modules-read-without-direct": return 14
+        case "modules-read-faults": return 15
         default: return 0
         }
     }
