@@ -130,6 +130,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         /// a fault in the copy caught by it), "pipe" (a pipe of the reporter's own: the handler
         /// could not catch such a fault) or "process_vm_readv" (neither). Nil in older records.
         public var read: String? = nil
+        /// With "direct": true when a fault in the copy stopped that read (caught by the handler;
+        /// the objects it did not confirm were read one by one). Nil otherwise.
+        public var readFault: Bool? = nil
         public var elapsedNanoseconds: UInt64?
     }
 
@@ -666,7 +669,8 @@ extension CrashRecord {
             moduleTable = ModuleTable(
                 source: try Self.field(line, "source"), count: try Self.field(line, "count"),
                 loaderState: line["loader_state"] as? String ?? "", unchanged: line["unchanged"] as? Int,
-                read: line["read"] as? String, elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
+                read: line["read"] as? String, readFault: line["read_fault"] as? Bool,
+                elapsedNanoseconds: Self.unsigned(line["elapsed_ns"]))
         case .nested_crash:
             nestedCrash = NestedCrash(
                 signal: try Self.int32(line, "signo"),

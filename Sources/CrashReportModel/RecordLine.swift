@@ -79,7 +79,8 @@ public enum RecordLineType: String, CaseIterable, Sendable {
             return [optional("in_flight", .integer), required("dropped", .unsigned)]
         case .modules:
             return [required("source", .string), required("count", .integer), optional("loader_state", .string),
-                    optional("unchanged", .integer), optional("read", .string), optional("elapsed_ns", .unsigned)]
+                    optional("unchanged", .integer), optional("read", .string), optional("read_fault", .bool),
+                    optional("elapsed_ns", .unsigned)]
         case .frame:
             return [required("index", .integer), required("address", .address), required("kind", .string)]
         case .outer_frame, .async_frame:

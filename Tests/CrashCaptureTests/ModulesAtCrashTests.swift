@@ -73,7 +73,7 @@ struct ModulesAtCrashTests {
     func directPipeAndProcessVMReadvAgree(_ configuration: BuildConfiguration) throws {
         let libraries = try buildPluginLibraries()
         var tables: [String: CrashRecord] = [:]
-        for misbehaviour in ["", "modules-read-without-direct", "modules-read-without-pipe"] {
+        for misbehaviour in ["", "modules-read-without-direct", "modules-read-by-process-vm-readv"] {
             var environment = ["CRASH_FIXTURE_PLUGIN": libraries.plugin.path, "CRASH_FIXTURE_UNLOADED": libraries.unloaded.path]
             if !misbehaviour.isEmpty { environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] = misbehaviour }
             let run = try FixtureRun.run("dlopened-library-crash", configuration, environment: environment)
@@ -99,18 +99,27 @@ struct ModulesAtCrashTests {
     @Test("a fault in the crash's guarded copy of the list is caught by the handler: the walk goes on object by object, and the table is whole",
           arguments: BuildConfiguration.allCases)
     func faultInDirectRead(_ configuration: BuildConfiguration) throws {
-        // The third node's address is replaced by one on page 0, which is never mapped.
-        let run = try FixtureRun.run("null-pointer-write", configuration, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "modules-read-faults"])
+        // The third node's address is replaced by one on page 0, which is never mapped. Steady
+        // state: start's table of nodes exists (it is made on a background thread after start).
+        let steady = ["CRASH_FIXTURE_STEADY_STATE": "1"]
+        let run = try FixtureRun.run("null-pointer-write", configuration,
+                                     environment: steady.merging(["CRASH_REPORTING_TEST_MISBEHAVIOUR": "modules-read-faults"]) { $1 })
         #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
         let record = try run.onlyRecord()
         #expect(record.nestedCrash == nil, "the copy's fault was taken for a crash in the handler")
         #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+        try #require(record.modules.count > 3)
         let table = try #require(record.moduleTable)
         #expect(table.source == "link_map" && table.read == "direct")
+        #expect(table.readFault == true, "the copy did not fault: \(table)")
+        // Pieces: r_debug, every node, then every build-id; the fault at the third node leaves
+        // every build-id unread, so no object is confirmed by the one read.
         #expect(table.unchanged == 0, "the one read stopped at the fault, so nothing was confirmed by it")
+        #expect(record.stack?.unwinder == "libunwind")
         // The same objects as a crash whose copy did not fault, each with its file's build-id.
-        let plain = try FixtureRun.run("null-pointer-write", configuration).onlyRecord()
-        #expect(plain.moduleTable?.read == "direct" && plain.moduleTable?.unchanged == plain.modules.count)
+        let plain = try FixtureRun.run("null-pointer-write", configuration, environment: steady).onlyRecord()
+        #expect(plain.moduleTable?.read == "direct" && plain.moduleTable?.readFault == nil)
+        #expect(plain.moduleTable?.unchanged == plain.modules.count)
         #expect(record.modules.map(\.path) == plain.modules.map(\.path))
         #expect(record.modules.map(\.buildID) == plain.modules.map(\.buildID))
         try checkModules(record)
@@ -119,7 +128,7 @@ struct ModulesAtCrashTests {
 
     @Test("an app's SIGSEGV handler installed after start, calling ours: the crash's read goes through the pipe, not a guarded copy")
     func handlerInstalledAfterStart() throws {
-        let run = try FixtureRun.run("handler-after-start-chains", .release)
+        let run = try FixtureRun.run("handler-after-start-chains", .release, environment: ["CRASH_FIXTURE_STEADY_STATE": "1"])
         #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
         let record = try run.onlyRecord()
         try checkCompleteRecord(record, run: run, signal: SIGSEGV)

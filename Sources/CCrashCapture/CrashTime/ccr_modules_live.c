@@ -42,8 +42,9 @@ typedef struct live_scratch {
     struct iovec batch_local[1 + 2 * CCR_MAX_MODULES], batch_remote[1 + 2 * CCR_MAX_MODULES];
     // The table index of the node the walk met first (the main program), -1 when left out.
     int main_index;
-    // How the one read of the list as start saw it was made: READ_*.
+    // How the one read of the list as start saw it was made: READ_*; whether a fault stopped it.
     int read_way;
+    int read_fault;
 } live_scratch;
 static live_scratch crash_scratch, hang_scratch;
 enum { READ_PROCESS_VM_READV = 0, READ_PIPE = 1, READ_DIRECT = 2 };
@@ -246,10 +247,14 @@ static long read_through_pipe(live_scratch *x, struct iovec *local, struct iovec
 /// the bytes of the pieces copied whole before the first one whose read faulted (all of them when
 /// none did): what process_vm_readv would return. Only in the crash handler, once
 /// ccr_safe_copy_recoverable() said yes. Async-signal-safe.
-static size_t read_directly(const struct iovec *local, const struct iovec *remote, int count) {
+static size_t read_directly(const struct iovec *local, const struct iovec *remote, int count, int *faulted) {
     size_t got = 0;
+    *faulted = 0;
     for (int i = 0; i < count; i++) {
-        if (ccr_safe_copy(local[i].iov_base, remote[i].iov_base, local[i].iov_len) != 0) break;
+        if (ccr_safe_copy(local[i].iov_base, remote[i].iov_base, local[i].iov_len) != 0) {
+            *faulted = 1;
+            break;
+        }
         got += local[i].iov_len;
     }
     return got;
@@ -291,9 +296,11 @@ static int confirm_unchanged_prefix(live_scratch *x, uintptr_t *next) {
         ccr_safe_copy_recoverable()) {
         // test: node 2's address on page 0, which is never mapped (vm.mmap_min_addr): the copy faults
         if (ccr_global.test_misbehaviour == 15 && nodes > 2) x->batch_remote[3].iov_base = (void *)(uintptr_t)16;
-        got = read_directly(x->batch_local, x->batch_remote, pieces);
+        got = read_directly(x->batch_local, x->batch_remote, pieces, &x->read_fault);
         x->read_way = READ_DIRECT;
-        done = pieces;   // a piece that faulted would fault for process_vm_readv too
+        // Not read again after a fault: what the copy did not get is not confirmed, and the walk
+        // reads those objects one by one (process_vm_readv), as after any change since start.
+        done = pieces;
     } else {
         long through_pipe = read_through_pipe(x, x->batch_local, x->batch_remote, pieces, wanted);
         if (through_pipe >= 0) {
@@ -344,6 +351,7 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state,
     *unchanged = 0;
     x->main_index = -1;
     x->read_way = READ_PROCESS_VM_READV;
+    x->read_fault = 0;
     if (ccr_modules_live.r_debug == 0) return -1;
     uintptr_t node = 0;
     int same = confirm_unchanged_prefix(x, &node);
@@ -551,6 +559,7 @@ static void write_modules(ccr_writer *w, live_scratch *x) {
         ccr_writer_int(w, unchanged);
         ccr_writer_key(w, "read", 0);   // how the one read of start's list was made
         ccr_writer_json_string(w, x->read_way == READ_DIRECT ? "direct" : x->read_way == READ_PIPE ? "pipe" : "process_vm_readv", 24);
+        if (x->read_fault) ccr_writer_text(w, ",\"read_fault\":true");
     }
     ccr_writer_key(w, "elapsed_ns", 0);
     ccr_writer_uint(w, ccr_now_ns(CLOCK_MONOTONIC) - started);

@@ -358,7 +358,7 @@ public enum CrashReporter {
         case "threads-stay-after-hang-answer": return 7
         case "stale-install-build-ids": return 8
         case "libunwind-missing": return 9
-        case "modules-read-without-pipe": return 10
+        case "modules-read-without-pipe", "modules-read-by-process-vm-readv": return 10   // neither the guarded copy nor the pipe
         case "abort-during-asked-walk": return 11
         case "killed-before-session-marked": return 12
         case "modules-read-without-direct": return 14
