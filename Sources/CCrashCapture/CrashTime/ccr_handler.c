@@ -429,6 +429,9 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_writer *w = &handler_writer;
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
     write_header(w, signo, info, uc, tid);
+    // The header on disk before the module read: its guarded copy can fault, and a handler another
+    // thread installed since the copy's check would take that fault (Decision 0055).
+    ccr_writer_flush(w);
     // Right after start, the module table and libunwind may still be being made on a background
     // thread (defer_libunwind): wait for them, at most 50 ms.
     (void)ccr_libunwind_ready(1);
