@@ -68,6 +68,7 @@ extern const char ccr_safe_copy_failed[] __attribute__((visibility("hidden")));
 /// A fault the load itself raised, delivered at once: not a signal sent by a process (si_code <= 0)
 /// nor one the kernel queues later for something else (SIGBUS BUS_MCEERR_AO, an asynchronous
 /// memory-tagging fault), which could arrive while the pc happens to be on the copy's instruction.
+/// Async-signal-safe.
 static int synchronous_fault(int signo, int code) {
     if (signo == SIGSEGV) return code == SEGV_MAPERR || code == SEGV_ACCERR || code == 4 /* SEGV_PKUERR */ || code == SI_KERNEL;
     if (signo == SIGBUS) return code == BUS_ADRALN || code == BUS_ADRERR || code == BUS_OBJERR || code == 4 /* BUS_MCEERR_AR */;
