@@ -167,6 +167,10 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         /// libunwind's error code when a step failed (the frames after it come from the saved
         /// frame pointers: unwinder "libunwind+frame-pointer"); nil when the walk ended normally.
         public var unwindError: Int? = nil
+        /// The crashing thread's walk: how many of libunwind's memory checks were guarded copies
+        /// (nil: none, its own system calls made them), and how many of those faulted.
+        public var copyChecks: Int? = nil
+        public var copyCheckFaults: Int? = nil
     }
 
     public struct Module: Sendable, Equatable, Codable {
@@ -649,7 +653,9 @@ extension CrashRecord {
                 depth: try Self.field(line, "depth"),
                 isTruncated: try Self.field(line, "truncated"),
                 depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false,
-                unwindError: line["unwind_error"] as? Int)
+                unwindError: line["unwind_error"] as? Int,
+                copyChecks: line["copy_checks"] as? Int,
+                copyCheckFaults: line["copy_check_faults"] as? Int)
             if otherThreads.isEmpty { stack = parsed } else { otherThreads[otherThreads.count - 1].stack = parsed }
         case .threads:
             threadsSummary = ThreadsSummary(

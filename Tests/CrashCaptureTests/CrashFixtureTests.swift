@@ -397,6 +397,42 @@ struct HandlerFailureTests {
         #expect((values["handler-frames"] ?? 0) >= 3 && (values["plain-steps"] ?? 0) >= 3, "\(run.standardOutput)")
     }
 
+    @Test("libunwind's memory checks in the crashing thread's walk are guarded copies: the same stack as with its own system calls, and a fault in a check is caught",
+          arguments: BuildConfiguration.allCases)
+    func unwindChecksByCopy(_ configuration: BuildConfiguration) throws {
+        let steady = ["CRASH_FIXTURE_STEADY_STATE": "1"]
+        func crash(_ knob: String?) throws -> (CrashRecord, [SymbolizedFrame]) {
+            var environment = steady
+            if let knob { environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] = knob }
+            let run = try FixtureRun.run("null-pointer-write", configuration, environment: environment)
+            #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
+            let record = try run.onlyRecord()
+            #expect(record.nestedCrash == nil, "a check's fault was taken for a crash in the handler")
+            #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+            let frames = try LLVMSymbolizer.symbolize(record)
+            #expect(frames.first?.mentions("cfs_write_null_pointer") == true, "frames:\n\(describe(frames))")
+            _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"], in: frames)
+            return (record, frames)
+        }
+        let (copied, copiedFrames) = try crash(nil)
+        let copiedStack = try #require(copied.stack)
+        #expect(copiedStack.unwinder == "libunwind" && copiedStack.unwindError == nil, "\(copiedStack)")
+        #expect((copiedStack.copyChecks ?? 0) >= 1 && copiedStack.copyCheckFaults == 0, "\(copiedStack)")
+        // libunwind's own checks (mincore, its pipe): the same walk.
+        let (kernel, kernelFrames) = try crash("unwind-checks-by-kernel")
+        let kernelStack = try #require(kernel.stack)
+        #expect(kernelStack.copyChecks == nil && kernelStack.unwinder == "libunwind", "\(kernelStack)")
+        #expect(kernelStack.depth == copiedStack.depth && kernel.frames.count == copied.frames.count)
+        #expect(kernelFrames.map { $0.locations.map(\.function) } == copiedFrames.map { $0.locations.map(\.function) })
+        // The first check made of page 0, which is never mapped: the copy faults, libunwind's read
+        // fails, and the walk goes on from the saved frame pointers.
+        let (faulted, _) = try crash("unwind-check-faults")
+        let faultedStack = try #require(faulted.stack)
+        #expect(faultedStack.copyCheckFaults == 1, "the check did not fault: \(faultedStack)")
+        #expect(faultedStack.unwinder == "libunwind+frame-pointer" && faultedStack.unwindError != nil && faultedStack.depthIsLowerBound,
+                "\(faultedStack)")
+    }
+
     @Test("a request in flight is in the record; with none ever begun, there is no request line", arguments: BuildConfiguration.allCases)
     func requestsInFlight(_ configuration: BuildConfiguration) throws {
         // The table is read only once a request began (Decision 0042): both sides of that gate.

@@ -61,6 +61,15 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
 int ccr_unwind_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 /// How many of this thread's calls to ccr_unwind_sigprocmask went to libc (for a test).
 unsigned long ccr_unwind_masks_passed(void);
+/// libunwind's mincore, read and syscall (its slots for them pointed here at load): in the crashing
+/// thread's walk, its memory check of a page is a guarded copy of a byte of each page, and the
+/// pipe read and write that follow it are answered here; everything else goes to the kernel.
+/// Async-signal-safe.
+int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec);
+ssize_t ccr_unwind_read(int fd, void *buffer, size_t count);
+long ccr_unwind_syscall(long number, ...);
+/// The crashing thread's last walk: checks made by guarded copies, and how many of them faulted.
+void ccr_unwind_copy_checks(int *checks, int *faults);
 /// 0 when libunwind's memory-check pipe, found at load, is no longer that pipe (closed, or another
 /// file under its numbers): libunwind is then not used, since it would read from, close and write
 /// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).
@@ -125,7 +134,10 @@ int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scr
 /// Line writers shared by the handler and the watchdog. Async-signal-safe.
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 /// `step_error`: libunwind's error when a step failed (written as `unwind_error`), else 0.
-void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error);
+/// `copy_checks` (> 0: written): libunwind's memory checks made by guarded copies in the crashing
+/// thread's walk, `copy_check_faults` of them faulted (ccr_unwind_mincore).
+void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error,
+                            int copy_checks, int copy_check_faults);
 /// The install-time module table (dl_iterate_phdr at start).
 void ccr_record_write_modules(ccr_writer *w);
 /// One line per request in flight (Shared/ccr_requests.h), then a summary line when there were
@@ -163,6 +175,11 @@ int ccr_safe_copy(void *to, const void *from, size_t length) __attribute__((visi
 /// Whether a fault in ccr_safe_copy on this thread now reaches ccr_signal_handler: SIGSEGV and
 /// SIGBUS not blocked, and both actions ours with SA_NODEFER. Async-signal-safe (three calls).
 int ccr_safe_copy_recoverable(void);
+/// The same, asked once a crash (the crash handler's thread only): the module read and libunwind's
+/// checks share the answer.
+int ccr_safe_copy_recoverable_in_crash(void);
+/// Touches that answer's page at install (ccr_touch_pages), as ccr_unwind_prefault does.
+void ccr_safe_copy_prefault(void);
 /// Called first by the handler: 1 when the fault is ccr_safe_copy's read, in which case the
 /// context now resumes at its failure exit and the handler returns. Async-signal-safe.
 int ccr_safe_copy_recover(int signo, const siginfo_t *info, void *ucontext);

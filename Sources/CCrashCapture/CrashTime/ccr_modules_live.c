@@ -293,7 +293,7 @@ static int confirm_unchanged_prefix(live_scratch *x, uintptr_t *next) {
     int done = 0;
     x->read_way = READ_PROCESS_VM_READV;
     if (x == &crash_scratch && ccr_global.test_misbehaviour != 10 && ccr_global.test_misbehaviour != 14 &&
-        ccr_safe_copy_recoverable()) {
+        ccr_safe_copy_recoverable_in_crash()) {
         // test: node 2's address on page 0, which is never mapped (vm.mmap_min_addr): the copy faults
         if (ccr_global.test_misbehaviour == 15 && nodes > 2) x->batch_remote[3].iov_base = (void *)(uintptr_t)16;
         got = read_directly(x->batch_local, x->batch_remote, pieces, &x->read_fault);

@@ -52,7 +52,8 @@ void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int c
     }
 }
 
-void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error) {
+void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error,
+                            int copy_checks, int copy_check_faults) {
     ccr_writer_text(w, "{\"type\":\"stack\"");
     ccr_writer_key(w, "unwinder", 0);
     ccr_writer_json_string(w, unwinder, 64);
@@ -67,6 +68,12 @@ void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int d
     if (step_error != 0) {
         ccr_writer_key(w, "unwind_error", 0);
         ccr_writer_int(w, step_error);
+    }
+    if (copy_checks > 0) {
+        ccr_writer_key(w, "copy_checks", 0);
+        ccr_writer_int(w, copy_checks);
+        ccr_writer_key(w, "copy_check_faults", 0);
+        ccr_writer_int(w, copy_check_faults);
     }
     ccr_writer_text(w, "}\n");
 }

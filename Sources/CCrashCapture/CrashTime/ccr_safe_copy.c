@@ -103,3 +103,16 @@ int ccr_safe_copy_recoverable(void) {
     }
     return 1;
 }
+
+// Only the crash handler's thread asks, once the handler has claimed the crash; the process does
+// not outlive it (a forked child's copy of 0 is asked anew).
+static int answer_in_crash;   // 0: not asked, 1: yes, 2: no
+
+int ccr_safe_copy_recoverable_in_crash(void) {
+    if (answer_in_crash == 0) answer_in_crash = ccr_safe_copy_recoverable() ? 1 : 2;
+    return answer_in_crash == 1;
+}
+
+void ccr_safe_copy_prefault(void) {
+    ccr_touch_pages(&answer_in_crash, sizeof answer_in_crash);
+}

@@ -4,8 +4,10 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -126,6 +128,73 @@ unsigned long ccr_unwind_masks_passed(void) {
     return masks_passed;
 }
 
+// libunwind checks a page before its first read of it in a step (src/x86_64/Ginit.c, validate_mem):
+// mincore(page, 1 or 2 pages), then a read of one byte from its pipe and a write of the page's
+// first byte into it (EFAULT when unreadable): three system calls a page. In the crashing thread's
+// walk, when a fault there comes back to our handler (ccr_safe_copy_recoverable, asked once a
+// crash), the check is a guarded copy of one byte of each page instead, and the pipe's read and
+// write that follow it are answered without the kernel (Decision 0056).
+enum { CHECK_NONE = 0, CHECK_COPIED = 1, CHECK_READ_ANSWERED = 2 };
+static int check_state;              // where the current check is: mincore copied, then read, then write
+static int copy_checks_allowed;      // this walk may check with guarded copies
+static int copy_checks, copy_faults; // checks made so, and those that faulted (the crash's `stack` line)
+
+int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec) {
+    if (walking_in_handler == 1 && copy_checks_allowed && length > 0 && length <= 2 * 4096 &&
+        ((uintptr_t)start & 4095) == 0) {
+        copy_checks++;
+        for (size_t offset = 0; offset < length; offset += 4096) {
+            unsigned char byte;
+            // test: the walk's first check is of page 0, which is never mapped: the copy faults
+            const char *page = ccr_global.test_misbehaviour == 16 && copy_checks == 1 ? (const char *)16 : (const char *)start + offset;
+            if (ccr_safe_copy(&byte, page, 1) != 0) {
+                copy_faults++;
+                check_state = CHECK_NONE;
+                errno = ENOMEM;   // libunwind then takes the page as unreadable
+                return -1;
+            }
+            vec[offset / 4096] = 1;
+        }
+        check_state = CHECK_COPIED;
+        return 0;
+    }
+    if (walking_in_handler == 1) check_state = CHECK_NONE;   // the state is the crashing thread's alone
+    return (int)syscall(SYS_mincore, start, length, vec);
+}
+
+ssize_t ccr_unwind_read(int fd, void *buffer, size_t count) {
+    const ccr_libunwind *u = &ccr_global.unwind;
+    if (walking_in_handler == 1 && check_state == CHECK_COPIED && (u->pipe_fd[0] < 0 || fd == u->pipe_fd[0])) {
+        check_state = CHECK_READ_ANSWERED;
+        errno = EAGAIN;   // an empty pipe: libunwind goes on to its write
+        return -1;
+    }
+    if (walking_in_handler == 1) check_state = CHECK_NONE;
+    return read(fd, buffer, count);
+}
+
+long ccr_unwind_syscall(long number, ...) {
+    va_list rest;
+    va_start(rest, number);
+    long a[6];
+    for (int i = 0; i < 6; i++) a[i] = va_arg(rest, long);
+    va_end(rest);
+    const ccr_libunwind *u = &ccr_global.unwind;
+    if (walking_in_handler == 1 && check_state == CHECK_READ_ANSWERED && number == SYS_write &&
+        (u->pipe_fd[1] < 0 || a[0] == u->pipe_fd[1])) {
+        check_state = CHECK_NONE;
+        errno = 0;
+        return 1;   // the byte the copy read: written
+    }
+    if (walking_in_handler == 1) check_state = CHECK_NONE;
+    return syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+void ccr_unwind_copy_checks(int *checks, int *faults) {
+    *checks = copy_checks;
+    *faults = copy_faults;
+}
+
 void ccr_unwind_prefault(void) {
     // The crashing thread's walk writes these statics first (.bss, never touched before a crash):
     // touched now, without changing a byte (ccr_touch_pages), as the handler's buffer is.
@@ -136,6 +205,11 @@ void ccr_unwind_prefault(void) {
     ccr_touch_pages(async_frames, sizeof async_frames);
     ccr_touch_pages(&async_count, sizeof async_count);
     ccr_touch_pages(&async_context, sizeof async_context);
+    ccr_touch_pages(&check_state, sizeof check_state);
+    ccr_touch_pages(&copy_checks_allowed, sizeof copy_checks_allowed);
+    ccr_touch_pages(&copy_checks, sizeof copy_checks);
+    ccr_touch_pages(&copy_faults, sizeof copy_faults);
+    ccr_safe_copy_prefault();
 #if defined(__x86_64__)
     ccr_touch_pages(&concurrency_start, sizeof concurrency_start);
     ccr_touch_pages(&concurrency_end, sizeof concurrency_end);
@@ -210,8 +284,15 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
         return -1;
     }
     walking_in_handler = step_error != NULL ? 1 : 2;   // the crashing thread's walk, or an asked thread's
+    if (step_error != NULL) {
+        check_state = CHECK_NONE;
+        copy_checks = copy_faults = 0;
+        copy_checks_allowed = ccr_global.unwind.checks_redirected && ccr_global.test_misbehaviour != 17 &&
+                              ccr_safe_copy_recoverable_in_crash();
+    }
     int kept = walk(ucontext, frames, max, depth, depth_is_lower_bound, step_error);
     walking_in_handler = 0;
+    if (step_error != NULL) check_state = CHECK_NONE;
     return kept;
 }
 

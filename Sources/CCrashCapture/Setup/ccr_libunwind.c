@@ -10,6 +10,7 @@
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <ucontext.h>
 #include <time.h>
@@ -67,24 +68,52 @@ static int find_relro(struct dl_phdr_info *info, size_t size, void *data) {
     return 1;
 }
 
-/// The slot redirect_sigprocmask changed, to give back if this code is unloaded first.
-static void **redirected_slot;
+/// libunwind's own slots (PLT entries) for libc functions that a walk in a handler of ours answers
+/// itself: sigprocmask (Decision 0042), and mincore, read and syscall, its memory check of a page
+/// (Decision 0056). `slot` is set when it was pointed at `ours`, to give libc's back if this code
+/// is unloaded first.
+struct redirect {
+    const char *name;
+    void *libc;
+    void *ours;
+    void **slot;
+};
+
+static struct redirect redirects[] = {
+    {"sigprocmask", NULL, (void *)ccr_unwind_sigprocmask, NULL},
+    {"mincore", NULL, (void *)ccr_unwind_mincore, NULL},
+    {"read", NULL, (void *)ccr_unwind_read, NULL},
+    {"syscall", NULL, (void *)ccr_unwind_syscall, NULL},
+};
+enum { REDIRECT_COUNT = sizeof redirects / sizeof redirects[0] };
+
+static void fill_libc_functions(void) {
+    int (*libc_sigprocmask)(int, const sigset_t *, sigset_t *) = sigprocmask;
+    int (*libc_mincore)(void *, size_t, unsigned char *) = mincore;
+    ssize_t (*libc_read)(int, void *, size_t) = read;
+    long (*libc_syscall)(long, ...) = syscall;
+    redirects[0].libc = (void *)libc_sigprocmask;
+    redirects[1].libc = (void *)libc_mincore;
+    redirects[2].libc = (void *)libc_read;
+    redirects[3].libc = (void *)libc_syscall;
+}
 
 /// A process that unloads this library (a plugin dlclose'd) while libunwind stays loaded must not
-/// keep libunwind's slot pointing at unmapped code: libc's function goes back in.
-__attribute__((destructor)) static void restore_sigprocmask(void) {
-    if (redirected_slot != NULL && *redirected_slot == (void *)ccr_unwind_sigprocmask) {
-        int (*libc_sigprocmask)(int, const sigset_t *, sigset_t *) = sigprocmask;
-        __atomic_store_n(redirected_slot, (void *)libc_sigprocmask, __ATOMIC_RELEASE);
+/// keep libunwind's slots pointing at unmapped code: libc's functions go back in.
+__attribute__((destructor)) static void restore_redirected_slots(void) {
+    for (int i = 0; i < REDIRECT_COUNT; i++) {
+        if (redirects[i].slot != NULL && *redirects[i].slot == redirects[i].ours) {
+            __atomic_store_n(redirects[i].slot, redirects[i].libc, __ATOMIC_RELEASE);
+        }
     }
 }
 
-/// Points libunwind's own slot for sigprocmask (its PLT entry's; a GOT entry, with -fno-plt, lies
-/// in the read-only range and is refused) at ccr_unwind_sigprocmask, which skips the calls while a handler of ours walks a stack (Docs/
-/// Decisions/0042). Only a slot that holds libc's sigprocmask and lies outside the object's
-/// read-only-after-relocation range is changed; otherwise libunwind is left as it is. Returns 1
-/// when the slot was pointed at the wrapper.
-static int redirect_sigprocmask(void *handle) {
+/// Points libunwind's own slots for the functions in `redirects` (its PLT entries'; a GOT entry,
+/// with -fno-plt, lies in the read-only range and is refused) at ours. Only a slot that holds
+/// libc's function and lies outside the object's read-only-after-relocation range is changed;
+/// otherwise that function is left as it is. Returns a bit for each slot pointed at ours (bit i:
+/// redirects[i]).
+static unsigned redirect_slots(void *handle) {
     struct link_map *map = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == NULL || map->l_ld == NULL) return 0;
     uintptr_t bias = (uintptr_t)map->l_addr;
@@ -113,7 +142,8 @@ static int redirect_sigprocmask(void *handle) {
     dl_iterate_phdr(find_relro, &search);
     if (!search.found) return 0;
     uintptr_t relro_start = search.relro_start, relro_end = search.relro_end;
-    int (*libc_sigprocmask)(int, const sigset_t *, sigset_t *) = sigprocmask;
+    fill_libc_functions();
+    unsigned done = 0, seen = 0;
     for (int t = 0; t < 2; t++) {
         if (tables[t] == NULL) continue;
         size_t count = sizes[t] / sizeof(ElfW(Rela));
@@ -122,17 +152,24 @@ static int redirect_sigprocmask(void *handle) {
             unsigned long type = ELF64_R_TYPE(r->r_info);
             if (type != CCR_JUMP_SLOT && type != CCR_GLOB_DAT) continue;
             const ElfW(Sym) *symbol = &symbols[ELF64_R_SYM(r->r_info)];
-            if (strcmp(names + symbol->st_name, "sigprocmask") != 0) continue;
-            void **slot = (void **)(bias + r->r_offset);
-            if ((uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end) return 0;
-            if (*slot == (void *)ccr_unwind_sigprocmask) return 1;   // already (a second load)
-            if (*slot != (void *)libc_sigprocmask) return 0;         // someone else's: leave it
-            redirected_slot = slot;
-            __atomic_store_n(slot, (void *)ccr_unwind_sigprocmask, __ATOMIC_RELEASE);
-            return 1;
+            for (int k = 0; k < REDIRECT_COUNT; k++) {
+                if (seen & (1u << k) || strcmp(names + symbol->st_name, redirects[k].name) != 0) continue;
+                seen |= 1u << k;   // the first slot of that name decides
+                void **slot = (void **)(bias + r->r_offset);
+                if ((uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end) break;
+                if (*slot == redirects[k].ours) {   // already (a second load)
+                    done |= 1u << k;
+                    break;
+                }
+                if (*slot != redirects[k].libc) break;   // someone else's: leave it
+                redirects[k].slot = slot;
+                __atomic_store_n(slot, redirects[k].ours, __ATOMIC_RELEASE);
+                done |= 1u << k;
+                break;
+            }
         }
     }
-    return 0;
+    return done;
 }
 
 /// dlopen, dlsym, first use (the pipe found as described below), then READY. `reserved`: two
@@ -163,7 +200,9 @@ static int load(int reserved[2], char *error, size_t capacity) {
         return -1;
     }
     u->pipe_fd[0] = u->pipe_fd[1] = -1;
-    u->masks_redirected = redirect_sigprocmask(handle);
+    unsigned redirected = redirect_slots(handle);
+    u->masks_redirected = redirected & 1u;
+    u->checks_redirected = (redirected & 14u) == 14u;   // mincore, read and syscall
     // libunwind's first use opens a pipe (pipe2, O_NONBLOCK) that every step from a signal frame
     // reads one byte from and writes one byte of the checked memory to (src/x86_64/Ginit.c,
     // write_validate); when the read fails it closes both numbers and opens a new pipe. A process

@@ -66,6 +66,9 @@ typedef struct ccr_libunwind {
     /// 1 when libunwind's own slot for sigprocmask was pointed at ccr_unwind_sigprocmask at load
     /// (Setup/ccr_libunwind.c: only a slot that held libc's sigprocmask).
     int masks_redirected;
+    /// 1 when its slots for mincore, read and syscall were pointed at ccr_unwind_mincore, _read
+    /// and _syscall (its memory checks in the crashing thread's walk made by guarded copies).
+    int checks_redirected;
 } ccr_libunwind;
 
 enum {

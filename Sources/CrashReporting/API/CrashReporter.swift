@@ -363,6 +363,8 @@ public enum CrashReporter {
         case "killed-before-session-marked": return 12
         case "modules-read-without-direct": return 14
         case "modules-read-faults": return 15
+        case "unwind-check-faults": return 16   // libunwind's first memory check in the crashing thread's walk faults
+        case "unwind-checks-by-kernel": return 17   // libunwind checks memory with its own system calls
         default: return 0
         }
     }
