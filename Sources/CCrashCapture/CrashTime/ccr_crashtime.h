@@ -67,7 +67,8 @@ unsigned long ccr_unwind_masks_passed(void);
 /// Async-signal-safe.
 int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec);
 ssize_t ccr_unwind_read(int fd, void *buffer, size_t count);
-long ccr_unwind_syscall(long number, ...);
+long ccr_unwind_syscall(long number, ...);   // x86_64's libunwind writes the page's byte with syscall(SYS_write)
+ssize_t ccr_unwind_write(int fd, const void *buffer, size_t count);   // aarch64's with write()
 /// The crashing thread's last walk: checks made by guarded copies, and how many of them faulted.
 void ccr_unwind_copy_checks(int *checks, int *faults);
 /// 0 when libunwind's memory-check pipe, found at load, is no longer that pipe (closed, or another
@@ -180,6 +181,9 @@ int ccr_safe_copy_recoverable(void);
 int ccr_safe_copy_recoverable_in_crash(void);
 /// Touches that answer's page at install (ccr_touch_pages), as ccr_unwind_prefault does.
 void ccr_safe_copy_prefault(void);
+/// A forked child's first crash: the answer inherited from a parent in its handler is not the
+/// child's. Async-signal-safe.
+void ccr_safe_copy_forget_crash_answer(void);
 /// Called first by the handler: 1 when the fault is ccr_safe_copy's read, in which case the
 /// context now resumes at its failure exit and the handler returns. Async-signal-safe.
 int ccr_safe_copy_recover(int signo, const siginfo_t *info, void *ucontext);

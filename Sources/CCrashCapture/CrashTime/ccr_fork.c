@@ -128,6 +128,9 @@ static void close_if_inherited(int fd, unsigned long long dev, unsigned long lon
 }
 
 int ccr_fork_adopt(void) {
+    // A fork made while the parent was in its crash handler carries the parent's answer on guarded
+    // copies; this thread's mask and the child's handlers may differ: asked again.
+    ccr_safe_copy_forget_crash_answer();
     const char *new_path = ccr_global.new_path;
     // The reports folder: new_path is "<reports>/new/<id>.crash".
     size_t length = strnlen(new_path, CCR_PATH_MAX);

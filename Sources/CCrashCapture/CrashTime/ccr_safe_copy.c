@@ -105,12 +105,16 @@ int ccr_safe_copy_recoverable(void) {
 }
 
 // Only the crash handler's thread asks, once the handler has claimed the crash; the process does
-// not outlive it (a forked child's copy of 0 is asked anew).
+// not outlive it. A child forked while the parent was in its handler forgets it (ccr_fork_adopt).
 static int answer_in_crash;   // 0: not asked, 1: yes, 2: no
 
 int ccr_safe_copy_recoverable_in_crash(void) {
     if (answer_in_crash == 0) answer_in_crash = ccr_safe_copy_recoverable() ? 1 : 2;
     return answer_in_crash == 1;
+}
+
+void ccr_safe_copy_forget_crash_answer(void) {
+    answer_in_crash = 0;
 }
 
 void ccr_safe_copy_prefault(void) {

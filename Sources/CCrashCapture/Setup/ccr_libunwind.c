@@ -69,8 +69,8 @@ static int find_relro(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 /// libunwind's own slots (PLT entries) for libc functions that a walk in a handler of ours answers
-/// itself: sigprocmask (Decision 0042), and mincore, read and syscall, its memory check of a page
-/// (Decision 0056). `slot` is set when it was pointed at `ours`, to give libc's back if this code
+/// itself: sigprocmask (Decision 0042), and mincore, read and syscall or write, its memory check of
+/// a page (Decision 0056). `slot` is set when it was pointed at `ours`, to give libc's back if this code
 /// is unloaded first.
 struct redirect {
     const char *name;
@@ -84,6 +84,7 @@ static struct redirect redirects[] = {
     {"mincore", NULL, (void *)ccr_unwind_mincore, NULL},
     {"read", NULL, (void *)ccr_unwind_read, NULL},
     {"syscall", NULL, (void *)ccr_unwind_syscall, NULL},
+    {"write", NULL, (void *)ccr_unwind_write, NULL},
 };
 enum { REDIRECT_COUNT = sizeof redirects / sizeof redirects[0] };
 
@@ -96,6 +97,8 @@ static void fill_libc_functions(void) {
     redirects[1].libc = (void *)libc_mincore;
     redirects[2].libc = (void *)libc_read;
     redirects[3].libc = (void *)libc_syscall;
+    ssize_t (*libc_write)(int, const void *, size_t) = write;
+    redirects[4].libc = (void *)libc_write;
 }
 
 /// A process that unloads this library (a plugin dlclose'd) while libunwind stays loaded must not
@@ -202,7 +205,8 @@ static int load(int reserved[2], char *error, size_t capacity) {
     u->pipe_fd[0] = u->pipe_fd[1] = -1;
     unsigned redirected = redirect_slots(handle);
     u->masks_redirected = redirected & 1u;
-    u->checks_redirected = (redirected & 14u) == 14u;   // mincore, read and syscall
+    // mincore and read, and the write of the page's byte: syscall(SYS_write) on x86_64, write() on aarch64
+    u->checks_redirected = (redirected & 6u) == 6u && (redirected & 24u) != 0;
     // libunwind's first use opens a pipe (pipe2, O_NONBLOCK) that every step from a signal frame
     // reads one byte from and writes one byte of the checked memory to (src/x86_64/Ginit.c,
     // write_validate); when the read fails it closes both numbers and opens a new pipe. A process
@@ -281,6 +285,9 @@ int ccr_libunwind_load_deferred(char *error, size_t capacity) {
 void ccr_libunwind_unload(void) {
     ccr_libunwind *u = &ccr_global.unwind;
     atomic_store(&u->state, CCR_UNWIND_ABSENT);
+    // Its slots: libc's functions back, and forgotten, since dlclose may unmap them.
+    restore_redirected_slots();
+    for (int i = 0; i < REDIRECT_COUNT; i++) redirects[i].slot = NULL;
     if (u->handle) dlclose(u->handle);
     for (int i = 0; i < 2; i++) if (u->reserved_fd[i] >= 0) close(u->reserved_fd[i]);
     u->handle = NULL;
