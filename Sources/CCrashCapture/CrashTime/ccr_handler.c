@@ -167,9 +167,26 @@ static const char *code_name(int signo, int code) {
     }
 }
 
+/// `,"name":"0x…"` (no comma for the first), made in a stack buffer and copied once, as the frame
+/// lines are (ccr_record.c).
 static void write_register(ccr_writer *w, const char *name, uint64_t value, int first) {
-    ccr_writer_key(w, name, first);
-    ccr_writer_hex(w, value);
+    static const char hex[] = "0123456789abcdef";
+    char item[48];
+    size_t n = 0;
+    if (!first) item[n++] = ',';
+    item[n++] = '"';
+    for (const char *c = name; *c != '\0' && n < 16; c++) item[n++] = *c;   // names are at most 6 bytes
+    memcpy(item + n, "\":\"0x", 5);
+    n += 5;
+    char digits[16];
+    int count = 0;
+    do {
+        digits[count++] = hex[value & 15];
+        value >>= 4;
+    } while (value != 0);
+    while (count > 0) item[n++] = digits[--count];
+    item[n++] = '"';
+    ccr_writer_raw(w, item, n);
 }
 
 static void write_registers(ccr_writer *w, const ucontext_t *uc) {

@@ -18,38 +18,54 @@ uint64_t ccr_now_ns(int clock_id) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count) {
-    for (int i = 0; i < count; i++) {
-        ccr_writer_text(w, "{\"type\":\"frame\"");
-        ccr_writer_key(w, "index", 0);
-        ccr_writer_int(w, i);
-        ccr_writer_key(w, "address", 0);
-        ccr_writer_hex(w, frames[i]);
-        // Frame 0 is where the signal struck; the others are return addresses (look up at pc-1).
-        ccr_writer_text(w, i == 0 ? ",\"kind\":\"pc\"}\n" : ",\"kind\":\"return_address\"}\n");
+/// Appends `text` (a constant: its copy is inlined) at `line + *n`.
+#define APPEND(line, n, text) (memcpy((line) + *(n), (text), sizeof(text) - 1), *(n) += sizeof(text) - 1)
+
+/// One frame line, `{"type":…,"index":…,"address":"0x…","kind":…}`, made in a stack buffer and
+/// copied into the record once: a crash writes 50 to 70 of them, and piece by piece (ten writer
+/// calls a line) they took ~12 us of the handler (tools/profile-capture). Async-signal-safe.
+static void write_frame_line(ccr_writer *w, int type, uint64_t index, uintptr_t address, int kind) {
+    static const char hex[] = "0123456789abcdef";
+    char line[128];
+    size_t n = 0;
+    switch (type) {
+    case 0: APPEND(line, &n, "{\"type\":\"frame\",\"index\":"); break;
+    case 1: APPEND(line, &n, "{\"type\":\"async_frame\",\"index\":"); break;
+    default: APPEND(line, &n, "{\"type\":\"outer_frame\",\"index\":"); break;
     }
+    char digits[20];
+    int count = 0;
+    do {
+        digits[count++] = (char)('0' + index % 10);
+        index /= 10;
+    } while (index != 0);
+    while (count > 0) line[n++] = digits[--count];
+    APPEND(line, &n, ",\"address\":\"0x");
+    uint64_t value = address;
+    do {
+        digits[count++] = hex[value & 15];
+        value >>= 4;
+    } while (value != 0);
+    while (count > 0) line[n++] = digits[--count];
+    switch (kind) {
+    case 0: APPEND(line, &n, "\",\"kind\":\"pc\"}\n"); break;
+    case 1: APPEND(line, &n, "\",\"kind\":\"async\"}\n"); break;
+    default: APPEND(line, &n, "\",\"kind\":\"return_address\"}\n"); break;
+    }
+    ccr_writer_raw(w, line, n);
+}
+
+void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count) {
+    // Frame 0 is where the signal struck; the others are return addresses (look up at pc-1).
+    for (int i = 0; i < count; i++) write_frame_line(w, 0, (uint64_t)i, frames[i], i == 0 ? 0 : 2);
 }
 
 void ccr_record_write_async_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index) {
-    for (int i = 0; i < count; i++) {
-        ccr_writer_text(w, "{\"type\":\"async_frame\"");
-        ccr_writer_key(w, "index", 0);
-        ccr_writer_int(w, first_index + i);
-        ccr_writer_key(w, "address", 0);
-        ccr_writer_hex(w, frames[i]);
-        ccr_writer_text(w, ",\"kind\":\"async\"}\n");
-    }
+    for (int i = 0; i < count; i++) write_frame_line(w, 1, (uint64_t)(first_index + i), frames[i], 1);
 }
 
 void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int count, int first_index) {
-    for (int i = 0; i < count; i++) {
-        ccr_writer_text(w, "{\"type\":\"outer_frame\"");
-        ccr_writer_key(w, "index", 0);
-        ccr_writer_int(w, first_index + i);
-        ccr_writer_key(w, "address", 0);
-        ccr_writer_hex(w, frames[i]);
-        ccr_writer_text(w, ",\"kind\":\"return_address\"}\n");
-    }
+    for (int i = 0; i < count; i++) write_frame_line(w, 2, (uint64_t)(first_index + i), frames[i], 2);
 }
 
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error,
