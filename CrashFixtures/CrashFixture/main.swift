@@ -326,6 +326,13 @@ if fixture == .handlerAfterStartChains {
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_STEADY_STATE"] == "1" {
     CrashReporter.waitForBackgroundWork()   // start's background work done: a process that has been running
 }
+if let wait = ProcessInfo.processInfo.environment["CRASH_FIXTURE_REPLACE_WATCHDOG_PIPE_MS"].flatMap(Int32.init) {
+    // An app that closes the watchdog's pipe and opens a pipe of its own under that number, with
+    // bytes waiting in it: after `wait` ms (the watchdog's looks), are they still there?
+    ccr_watchdog_wait_started(10_000)
+    let left = cfs_replace_watchdog_read_end(ccr_test_watchdog_read_fd(), wait)
+    FileHandle.standardError.write(Data("app-pipe-bytes-left \(left)\n".utf8))
+}
 if let delay = ProcessInfo.processInfo.environment["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS"].flatMap(Int.init) {
     usleep(useconds_t(delay * 1000))   // a process that has been up a while, not one crashing on launch
 }

@@ -363,6 +363,22 @@ struct HandlerFailureTests {
         #expect(record.frames.first?.address == record.registers["rip"])
     }
 
+    @Test("an app that puts a pipe of its own under the watchdog's pipe number keeps its bytes, and a hanging handler is still finished")
+    func watchdogPipeReplaced() throws {
+        // The watchdog looks every 300 ms here: over 1.5 s it looks several times, and finds its
+        // read end replaced (the handler never writes to it). Then the handler hangs.
+        let run = try FixtureRun.run("hang-in-handler", .release, environment: [
+            "CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler", "CRASH_FIXTURE_WATCHDOG_TIMEOUT_MS": "300",
+            "CRASH_FIXTURE_REPLACE_WATCHDOG_PIPE_MS": "1500",
+        ])
+        #expect(run.standardError.contains("app-pipe-bytes-left 9"), "\(run.standardError)")
+        #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
+        let record = try run.onlyRecord()
+        let watchdog = try #require(record.watchdog)
+        #expect(watchdog.waitedMilliseconds >= 300)
+        #expect(record.hasEnd && record.stack?.unwinder == "frame-pointer")
+    }
+
     @Test("an unwinder error is recorded as one, and the walk goes on by frame pointers (debug keeps them)")
     func unwinderError() throws {
         let run = try FixtureRun.run("null-pointer-write", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "unwind-step-fails"])

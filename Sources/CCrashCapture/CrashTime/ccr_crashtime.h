@@ -13,9 +13,12 @@
 /// The SA_SIGINFO handler installed for every crash signal. Async-signal-safe.
 void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext);
 
-/// Body of the watchdog thread: sleeps in read(2) until a crash starts, then bounds the handler's
-/// time and finishes the record itself if the handler stalls. Async-signal-safe once a crash began.
+/// Body of the watchdog thread: looks every timeout at whether a crash is under way (the handler
+/// does not wake it), then bounds the handler's time from the crash's start and finishes the
+/// record itself if the handler stalls. Async-signal-safe once a crash began.
 void *ccr_watchdog_main(void *unused);
+/// The crash handler's record is durable: the watchdog leaves this crash alone. Async-signal-safe.
+void ccr_watchdog_stand_down(void);
 
 /// Writes the watchdog line, the frame-pointer walk from the saved context and the end line, and
 /// makes the record durable: the rest of a record whose handler stalled. Async-signal-safe.

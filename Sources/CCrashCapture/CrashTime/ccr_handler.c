@@ -437,11 +437,9 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     c->tid = tid;
     c->started_ns = started;
     if (uc) capture_context(c, uc);
+    // The watchdog sees this within its timeout, and times the handler from `started` (it is not
+    // woken: Decision 0057).
     atomic_store(&ccr_global.stage, STAGE_HEADER);
-    if (ccr_global.watchdog_fd[1] >= 0) {
-        char start = 'S';
-        (void)!write(ccr_global.watchdog_fd[1], &start, 1);
-    }
 
     ccr_writer *w = &handler_writer;
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
@@ -493,10 +491,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
 
     atomic_store(&ccr_global.stage, STAGE_FINISH);
     ccr_record_finish(w, started);
-    if (ccr_global.watchdog_fd[1] >= 0) {
-        char done = 'D';
-        (void)!write(ccr_global.watchdog_fd[1], &done, 1);
-    }
+    ccr_watchdog_stand_down();
 
     ccr_fork_stop_watchdog();
     ccr_crash_line_write(signo, info, tid, frames, kept);   // opt-in; after the record is durable

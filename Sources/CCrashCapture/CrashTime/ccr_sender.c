@@ -8,7 +8,7 @@
 // does: no atfork handlers (which may take locks), no copy of the page tables (a fork-style copy of
 // a large process can fail with ENOMEM near a memory limit, and takes time proportional to its
 // mappings), and this thread waits until the child has called execve. That wait is outside the
-// `wait` bound (and the watchdog's, which already has its 'D'): a filesystem that hangs on the
+// `wait` bound (and the watchdog's, which the handler has already stood down): a filesystem that hangs on the
 // sender's binary holds the dying process; its record is durable by then. The child runs nothing but
 // system calls before execve, and its descriptor table is its own (no CLONE_FILES). It closes every descriptor above 2, so that no
 // listening socket or lock of the app outlives it in the sender, and keeps the handler's signal

@@ -1,11 +1,15 @@
-// The watchdog thread: created at install, asleep in read(2) until a crash starts. It bounds the
-// handler's time (libunwind can block on the loader lock held by another thread): if the handler
-// has not finished within the timeout, the watchdog writes the frame-pointer walk from the saved
-// context (the handler wrote the fixed facts and modules before unwinding) and the end line,
-// makes the record durable and ends the process by the crash signal. Runs during a crash, so it is held to the same async-signal-safe rules.
+// The watchdog thread: created at install, asleep in poll(2) on its pipe, looking every timeout
+// (2 s by default) at whether a crash is under way. The crash handler does not wake it: a wake-up
+// cost the handler ~17 us of its work before the sync (Decision 0057). It bounds the handler's time
+// (libunwind can block on the loader lock held by another thread): if the handler has not made
+// its record durable within the timeout from the crash's start, the watchdog writes the
+// frame-pointer walk from the saved context (the handler wrote the fixed facts and modules
+// before unwinding) and the end line, makes the record durable and ends the process by the crash
+// signal. Runs during a crash, so it is held to the same async-signal-safe rules.
 #include <errno.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,21 +18,49 @@
 
 static char watchdog_buffer[8192];
 
-/// Waits up to `timeout_ms` for a byte on the watchdog pipe. Returns the byte, or 0 on timeout.
-static char wait_for_byte(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
+/// Set by the crash handler once its record is durable: the watchdog then leaves the crash alone
+/// (the handler goes on to the crash line, the sender and the previous handler, which may take
+/// longer than the timeout).
+static atomic_int stood_down;
+
+void ccr_watchdog_stand_down(void) {
+    atomic_store(&stood_down, 1);
+}
+
+/// Whether `fd` is still the pipe made at install (the app may have closed it, and its number may
+/// now be a file of the app's, whose bytes are not ours to read).
+static int pipe_is_ours(int fd) {
+    struct stat now;
+    return fstat(fd, &now) == 0 && S_ISFIFO(now.st_mode) && (unsigned long long)now.st_dev == ccr_global.watchdog_dev &&
+           (unsigned long long)now.st_ino == ccr_global.watchdog_ino;
+}
+
+/// Sleeps `timeout_ms` in poll on the pipe's read end `*fd`. Returns 'E' when the pipe's write end
+/// was closed (stop_watchdog at uninstall), else 0 once the time is up. Nothing else is written
+/// into the pipe. A read end that is closed (POLLNVAL) or no longer the pipe is given up (`*fd`
+/// set to -1): the watchdog then keeps time with poll alone, and never reads from that number.
+static char wait_on_pipe(int *fd, int timeout_ms) {
     uint64_t deadline = ccr_now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
         uint64_t now = ccr_now_ns(CLOCK_MONOTONIC);
-        if (timeout_ms >= 0 && now >= deadline) return 0;
-        int wait_ms = timeout_ms < 0 ? -1 : (int)((deadline - now) / 1000000ull) + 1;
+        if (now >= deadline) return 0;
+        int wait_ms = (int)((deadline - now) / 1000000ull) + 1;
+        if (*fd < 0) {
+            poll(NULL, 0, wait_ms);
+            continue;
+        }
+        struct pollfd p = {.fd = *fd, .events = POLLIN};
         int ready = poll(&p, 1, wait_ms);
         if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) return ready == 0 ? 0 : 'E';
+        if (ready == 0) continue;
+        if (ready < 0 || (p.revents & POLLNVAL) || !pipe_is_ours(*fd)) {
+            *fd = -1;
+            continue;
+        }
         char byte = 0;
-        ssize_t n = read(fd, &byte, 1);
-        if (n == 1) return byte;
-        if (n == 0) return 'E';   // pipe closed
+        ssize_t n = read(*fd, &byte, 1);
+        if (n == 0) return 'E';   // write end closed
+        if (n < 0 && errno != EINTR && errno != EAGAIN) *fd = -1;
     }
 }
 
@@ -61,19 +93,32 @@ void *ccr_watchdog_main(void *unused) {
     // crash later pays for a data-only flush. Harmless if a crash is already writing.
     fdatasync(ccr_global.record_fd);
     int fd = ccr_global.watchdog_fd[0];
+    int timeout_ms = ccr_global.watchdog_timeout_ms > 0 ? ccr_global.watchdog_timeout_ms : 2000;
     for (;;) {
-        char byte = wait_for_byte(fd, -1);
-        if (byte == 'E') return NULL;
-        if (byte != 'S') continue;
-        byte = wait_for_byte(fd, ccr_global.watchdog_timeout_ms);
-        if (byte == 'D') continue;   // the handler finished; the process ends on its own
-        int claim = CCR_FINISHER_NONE;
-        if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
-            ccr_watchdog_finish_record();
-        } else if (wait_for_byte(fd, ccr_global.watchdog_timeout_ms) == 'D') {
-            continue;   // the handler was finishing and made it
+        // A look at most `timeout` after the last: a crash under way is seen by then, and its
+        // deadline counts from its start (the handler stores the stage after the start time), so
+        // a stalled handler is finished `timeout` after its crash began, as when it woke us. A
+        // crash that came before this thread existed (a deferred start) is seen at once.
+        if (atomic_load(&ccr_global.stage) > 0 && !atomic_load(&stood_down)) {
+            uint64_t due = ccr_global.context.started_ns + (uint64_t)timeout_ms * 1000000ull;
+            uint64_t now = ccr_now_ns(CLOCK_MONOTONIC);
+            if (now < due && wait_on_pipe(&fd, (int)((due - now) / 1000000ull) + 1) == 'E') return NULL;
+            if (atomic_load(&stood_down)) continue;   // the handler made it; the process ends on its own
+            int claim = CCR_FINISHER_NONE;
+            if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
+                ccr_watchdog_finish_record();
+            } else {
+                // The handler was finishing: another timeout for it to make the record durable.
+                if (wait_on_pipe(&fd, timeout_ms) == 'E') return NULL;
+                if (atomic_load(&stood_down)) continue;
+            }
+            ccr_die(ccr_global.context.signo);
+            return NULL;
         }
-        ccr_die(ccr_global.context.signo);
-        return NULL;
+        if (wait_on_pipe(&fd, timeout_ms) == 'E') return NULL;
     }
+}
+
+int ccr_test_watchdog_read_fd(void) {
+    return ccr_global.watchdog_fd[0];
 }

@@ -110,8 +110,7 @@ int ccr_wait_for_deferred_setup(int max_ms) {
 
 /// The watchdog's pipe. Its thread is made here or, for an install with `defer_libunwind`, by
 /// ccr_watchdog_start_deferred on the caller's background thread: a thread costs start() ~100 us.
-/// Until it runs, a crash's 'S' waits in the pipe, and the thread, once made, reads it and keeps
-/// the time from then.
+/// A crash before it runs is seen by its first look, and timed from the crash's start.
 static int start_watchdog(int deferred, char *error, size_t capacity) {
     if (pipe2(ccr_global.watchdog_fd, O_CLOEXEC) != 0) {
         snprintf(error, capacity, "cannot create the watchdog pipe: %s", strerror(errno));

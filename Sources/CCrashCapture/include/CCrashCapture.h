@@ -78,6 +78,9 @@ int ccr_aarch64_instruction_is_call(uint32_t instruction);
 /// For a test: 1 once a crash has claimed the handler in this process.
 int ccr_test_crash_begun(void);
 
+/// The watchdog pipe's read end (a test replaces that number with a pipe of its own).
+int ccr_test_watchdog_read_fd(void);
+
 /// For a test, once libunwind is ready: whether libunwind's slot for sigprocmask was pointed at
 /// ours, then this thread's stack walked twice, as a handler of ours walks it (signals blocked)
 /// and as a non-fatal report does, with how many of libunwind's sigprocmask calls reached libc in
