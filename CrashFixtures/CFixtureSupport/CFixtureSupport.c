@@ -467,15 +467,17 @@ long long cfs_sync_floor_ns(const char *directory, long size, int idle_ms) {
     return (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
 }
 
-int cfs_replace_watchdog_read_end(int number, int wait_ms) {
+int cfs_put_pipe_under(int number) {
     int ends[2];
     if (number < 0 || pipe(ends) != 0) return -1;
     fcntl(ends[0], F_SETFL, O_NONBLOCK);
     if (dup2(ends[0], number) < 0) return -1;
     close(ends[0]);
     if (write(ends[1], "app-bytes", 9) != 9) return -1;
-    struct timespec pause = {.tv_sec = wait_ms / 1000, .tv_nsec = (long)(wait_ms % 1000) * 1000000L};
-    nanosleep(&pause, NULL);
+    return ends[1];
+}
+
+int cfs_bytes_waiting(int number) {
     char back[16];
     ssize_t n = read(number, back, sizeof back);
     return n < 0 ? 0 : (int)n;

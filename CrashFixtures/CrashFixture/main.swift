@@ -326,12 +326,23 @@ if fixture == .handlerAfterStartChains {
 if ProcessInfo.processInfo.environment["CRASH_FIXTURE_STEADY_STATE"] == "1" {
     CrashReporter.waitForBackgroundWork()   // start's background work done: a process that has been running
 }
-if let wait = ProcessInfo.processInfo.environment["CRASH_FIXTURE_REPLACE_WATCHDOG_PIPE_MS"].flatMap(Int32.init) {
-    // An app that closes the watchdog's pipe and opens a pipe of its own under that number, with
-    // bytes waiting in it: after `wait` ms (the watchdog's looks), are they still there?
+if let mode = ProcessInfo.processInfo.environment["CRASH_FIXTURE_WATCHDOG_PIPE"] {
+    // An app that closes the watchdog's pipe ("closed") or puts a pipe of its own, with bytes
+    // waiting, under its number ("replaced"). Waits (at most 10 s) until the watchdog has given the
+    // number up, then: are the app's bytes all there, and does the watchdog thread stay idle?
     ccr_watchdog_wait_started(10_000)
-    let left = cfs_replace_watchdog_read_end(ccr_test_watchdog_read_fd(), wait)
-    FileHandle.standardError.write(Data("app-pipe-bytes-left \(left)\n".utf8))
+    let number = ccr_test_watchdog_read_fd()
+    if mode == "replaced" { _ = cfs_put_pipe_under(number) } else { close(number) }
+    for _ in 0..<1000 where ccr_test_watchdog_gave_up_pipe() == 0 { usleep(10_000) }
+    func cpuTicks() -> Int {   // utime + stime of the watchdog thread (fields 14 and 15 of its stat)
+        let stat = (try? String(contentsOfFile: "/proc/self/task/\(ccr_test_watchdog_tid())/stat", encoding: .utf8)) ?? ""
+        let fields = stat.split(separator: ")").last.map { $0.split(separator: " ") } ?? []
+        return fields.count > 13 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : -1
+    }
+    let before = cpuTicks()
+    usleep(1_000_000)
+    let left = mode == "replaced" ? cfs_bytes_waiting(number) : 0
+    FileHandle.standardError.write(Data("watchdog-gave-up \(ccr_test_watchdog_gave_up_pipe()) app-pipe-bytes-left \(left) watchdog-cpu-ticks \(cpuTicks() - before)\n".utf8))
 }
 if let delay = ProcessInfo.processInfo.environment["CRASH_FIXTURE_RUN_BEFORE_CRASH_MS"].flatMap(Int.init) {
     usleep(useconds_t(delay * 1000))   // a process that has been up a while, not one crashing on launch

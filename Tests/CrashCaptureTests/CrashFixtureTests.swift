@@ -363,15 +363,25 @@ struct HandlerFailureTests {
         #expect(record.frames.first?.address == record.registers["rip"])
     }
 
-    @Test("an app that puts a pipe of its own under the watchdog's pipe number keeps its bytes, and a hanging handler is still finished")
-    func watchdogPipeReplaced() throws {
-        // The watchdog looks every 300 ms here: over 1.5 s it looks several times, and finds its
-        // read end replaced (the handler never writes to it). Then the handler hangs.
+    @Test("an app that closes the watchdog's read end, or puts a pipe of its own under its number, loses no byte and sets no thread spinning; a hanging handler is still finished",
+          arguments: ["closed", "replaced"])
+    func watchdogPipeTakenByApp(_ mode: String) throws {
+        // The watchdog looks every 300 ms here; the fixture waits until it has given the number
+        // up, then reads the watchdog thread's CPU time over 1 s. Then the handler hangs. Steady
+        // state: start's background work done, so that none of it opens a file under the closed
+        // number meanwhile.
         let run = try FixtureRun.run("hang-in-handler", .release, environment: [
             "CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler", "CRASH_FIXTURE_WATCHDOG_TIMEOUT_MS": "300",
-            "CRASH_FIXTURE_REPLACE_WATCHDOG_PIPE_MS": "1500",
+            "CRASH_FIXTURE_WATCHDOG_PIPE": mode, "CRASH_FIXTURE_STEADY_STATE": "1",
         ])
-        #expect(run.standardError.contains("app-pipe-bytes-left 9"), "\(run.standardError)")
+        let line = try #require(run.standardError.split(separator: "\n").first { $0.hasPrefix("watchdog-gave-up ") }, "\(run.standardError)")
+        var values: [String: Int] = [:]
+        let words = line.split(separator: " ")
+        for index in stride(from: 0, to: words.count - 1, by: 2) { values[String(words[index])] = Int(words[index + 1]) }
+        #expect(values["watchdog-gave-up"] == 1, "\(line)")
+        if mode == "replaced" { #expect(values["app-pipe-bytes-left"] == 9, "the watchdog read the app's bytes: \(line)") }
+        // A thread spinning on the number would use most of that second (100 ticks); an idle one, none.
+        #expect((values["watchdog-cpu-ticks"] ?? 100) <= 10, "\(line)")
         #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
         let record = try run.onlyRecord()
         let watchdog = try #require(record.watchdog)

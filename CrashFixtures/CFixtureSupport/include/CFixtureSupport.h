@@ -23,9 +23,11 @@ int cfs_install_chaining_handler(int signo);
 /// Holds the dynamic loader's lock (inside a dl_iterate_phdr callback) on a new thread, forever.
 /// Returns once the lock is held.
 void cfs_hold_loader_lock_on_new_thread(void);
-/// Puts the read end of a new pipe under `number` (dup2), writes 9 bytes into it, sleeps `wait_ms`,
-/// and returns how many of them are still there to read (-1: the pipe could not be made).
-int cfs_replace_watchdog_read_end(int number, int wait_ms);
+/// Puts the read end of a new pipe under `number` (dup2) and writes 9 bytes into it. Returns the
+/// write end, or -1.
+int cfs_put_pipe_under(int number);
+/// Reads what waits under `number` (non-blocking): how many bytes.
+int cfs_bytes_waiting(int number);
 
 /// Forks a child that writes through a null pointer; returns the child's wait status (or -1).
 int cfs_fork_child_that_faults(int *child_pid);

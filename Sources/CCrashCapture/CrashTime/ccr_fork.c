@@ -5,7 +5,7 @@
 //
 // So the child's first crash gives the child an identity of its own before anything is written:
 // a new record id and pid, its own record file in new/ (created, locked, then renamed to pending/
-// like any record), no watchdog pipe (the parent's watchdog must not wake), no session (marking
+// like any record), no watchdog pipe (the parent's), no session (marking
 // it crashed would mark the parent's), no requests in flight (they are the parent's threads'),
 // and a watchdog of its own: alarm(2) on the crashing thread, whose handler finishes the record
 // from the saved context and ends the process, as the watchdog thread does in the parent.

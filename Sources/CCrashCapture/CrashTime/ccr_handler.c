@@ -1,6 +1,6 @@
 // The signal handler: records raw facts and almost no policy. Symbolication, redaction and upload
-// happen on the next launch or offline. Order of work: claim the one-crash guard, wake the
-// watchdog, write the fixed facts and the module table and flush them (a record cut short by a
+// happen on the next launch or offline. Order of work: claim the one-crash guard, store the start
+// time and stage the watchdog looks at, write the fixed facts and the module table and flush them (a record cut short by a
 // stall or a second fault after this point can still be symbolicated), unwind, write the frames,
 // make the record durable, then chain to the previous handler and end by the same signal.
 //

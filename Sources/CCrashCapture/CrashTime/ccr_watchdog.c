@@ -22,6 +22,8 @@ static char watchdog_buffer[8192];
 /// (the handler goes on to the crash line, the sender and the previous handler, which may take
 /// longer than the timeout).
 static atomic_int stood_down;
+/// The watchdog gave its read end up (closed by the app, or another file under its number).
+static atomic_int gave_up_pipe;
 
 void ccr_watchdog_stand_down(void) {
     atomic_store(&stood_down, 1);
@@ -44,7 +46,8 @@ static char wait_on_pipe(int *fd, int timeout_ms) {
     for (;;) {
         uint64_t now = ccr_now_ns(CLOCK_MONOTONIC);
         if (now >= deadline) return 0;
-        int wait_ms = (int)((deadline - now) / 1000000ull) + 1;
+        uint64_t left_ms = (deadline - now) / 1000000ull + 1;
+        int wait_ms = left_ms > 60000 ? 60000 : (int)left_ms;   // the deadline is checked again after each
         if (*fd < 0) {
             poll(NULL, 0, wait_ms);
             continue;
@@ -55,12 +58,16 @@ static char wait_on_pipe(int *fd, int timeout_ms) {
         if (ready == 0) continue;
         if (ready < 0 || (p.revents & POLLNVAL) || !pipe_is_ours(*fd)) {
             *fd = -1;
+            atomic_store(&gave_up_pipe, 1);
             continue;
         }
         char byte = 0;
         ssize_t n = read(*fd, &byte, 1);
         if (n == 0) return 'E';   // write end closed
-        if (n < 0 && errno != EINTR && errno != EAGAIN) *fd = -1;
+        if (n < 0 && errno != EINTR && errno != EAGAIN) {
+            *fd = -1;
+            atomic_store(&gave_up_pipe, 1);
+        }
     }
 }
 
@@ -102,7 +109,8 @@ void *ccr_watchdog_main(void *unused) {
         if (atomic_load(&ccr_global.stage) > 0 && !atomic_load(&stood_down)) {
             uint64_t due = ccr_global.context.started_ns + (uint64_t)timeout_ms * 1000000ull;
             uint64_t now = ccr_now_ns(CLOCK_MONOTONIC);
-            if (now < due && wait_on_pipe(&fd, (int)((due - now) / 1000000ull) + 1) == 'E') return NULL;
+            uint64_t left_ms = now < due ? (due - now) / 1000000ull + 1 : 0;
+            if (left_ms > 0 && wait_on_pipe(&fd, left_ms > 0x7fffffff ? 0x7fffffff : (int)left_ms) == 'E') return NULL;
             if (atomic_load(&stood_down)) continue;   // the handler made it; the process ends on its own
             int claim = CCR_FINISHER_NONE;
             if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
@@ -121,4 +129,12 @@ void *ccr_watchdog_main(void *unused) {
 
 int ccr_test_watchdog_read_fd(void) {
     return ccr_global.watchdog_fd[0];
+}
+
+int ccr_test_watchdog_tid(void) {
+    return __atomic_load_n(&ccr_global.watchdog_tid, __ATOMIC_ACQUIRE);
+}
+
+int ccr_test_watchdog_gave_up_pipe(void) {
+    return atomic_load(&gave_up_pipe);
 }

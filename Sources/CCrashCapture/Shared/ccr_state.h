@@ -119,7 +119,7 @@ typedef struct ccr_state {
     ccr_module modules[CCR_MAX_MODULES];
     int module_count;
 
-    int watchdog_fd[2];       // handler writes one byte to [1] when it starts, another when done
+    int watchdog_fd[2];       // the watchdog's pipe: [1] closed at uninstall (its stop); nothing is written
     int watchdog_tid;
 
     // 1 once a request began (Shared/ccr_requests.c): until then a crash does not read the

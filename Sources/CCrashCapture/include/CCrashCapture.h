@@ -80,6 +80,10 @@ int ccr_test_crash_begun(void);
 
 /// The watchdog pipe's read end (a test replaces that number with a pipe of its own).
 int ccr_test_watchdog_read_fd(void);
+/// 1 once the watchdog has given its read end up (closed, or no longer its pipe).
+int ccr_test_watchdog_gave_up_pipe(void);
+/// The watchdog thread's id (0 before it runs).
+int ccr_test_watchdog_tid(void);
 
 /// For a test, once libunwind is ready: whether libunwind's slot for sigprocmask was pointed at
 /// ours, then this thread's stack walked twice, as a handler of ours walks it (signals blocked)
