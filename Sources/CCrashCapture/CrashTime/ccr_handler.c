@@ -170,7 +170,6 @@ static const char *code_name(int signo, int code) {
 /// `,"name":"0x…"` (no comma for the first), made in a stack buffer and copied once, as the frame
 /// lines are (ccr_record.c).
 static void write_register(ccr_writer *w, const char *name, uint64_t value, int first) {
-    static const char hex[] = "0123456789abcdef";
     char item[48];
     size_t n = 0;
     if (!first) item[n++] = ',';
@@ -178,13 +177,7 @@ static void write_register(ccr_writer *w, const char *name, uint64_t value, int 
     for (const char *c = name; *c != '\0' && n < 16; c++) item[n++] = *c;   // names are at most 6 bytes
     memcpy(item + n, "\":\"0x", 5);
     n += 5;
-    char digits[16];
-    int count = 0;
-    do {
-        digits[count++] = hex[value & 15];
-        value >>= 4;
-    } while (value != 0);
-    while (count > 0) item[n++] = digits[--count];
+    n += ccr_format_hex(item + n, value);
     item[n++] = '"';
     ccr_writer_raw(w, item, n);
 }

@@ -25,7 +25,6 @@ uint64_t ccr_now_ns(int clock_id) {
 /// copied into the record once: a crash writes 50 to 70 of them, and piece by piece (ten writer
 /// calls a line) they took ~12 us of the handler (tools/profile-capture). Async-signal-safe.
 static void write_frame_line(ccr_writer *w, int type, uint64_t index, uintptr_t address, int kind) {
-    static const char hex[] = "0123456789abcdef";
     char line[128];
     size_t n = 0;
     switch (type) {
@@ -33,20 +32,9 @@ static void write_frame_line(ccr_writer *w, int type, uint64_t index, uintptr_t 
     case 1: APPEND(line, &n, "{\"type\":\"async_frame\",\"index\":"); break;
     default: APPEND(line, &n, "{\"type\":\"outer_frame\",\"index\":"); break;
     }
-    char digits[20];
-    int count = 0;
-    do {
-        digits[count++] = (char)('0' + index % 10);
-        index /= 10;
-    } while (index != 0);
-    while (count > 0) line[n++] = digits[--count];
+    n += ccr_format_uint(line + n, index);
     APPEND(line, &n, ",\"address\":\"0x");
-    uint64_t value = address;
-    do {
-        digits[count++] = hex[value & 15];
-        value >>= 4;
-    } while (value != 0);
-    while (count > 0) line[n++] = digits[--count];
+    n += ccr_format_hex(line + n, address);
     switch (kind) {
     case 0: APPEND(line, &n, "\",\"kind\":\"pc\"}\n"); break;
     case 1: APPEND(line, &n, "\",\"kind\":\"async\"}\n"); break;

@@ -174,31 +174,30 @@ ssize_t ccr_unwind_read(int fd, void *buffer, size_t count) {
     return read(fd, buffer, count);
 }
 
+/// The one-byte write into libunwind's pipe that follows an answered read: answered too (the copy
+/// already read the byte). Returns 1 when it was, 0 when the call must go to the kernel.
+static int answer_pipe_write(long fd, size_t count) {
+    const ccr_libunwind *u = &ccr_global.unwind;
+    if (walking_in_handler != 1) return 0;
+    int answered = check_state == CHECK_READ_ANSWERED && count == 1 && (u->pipe_fd[1] < 0 || fd == u->pipe_fd[1]);
+    check_state = CHECK_NONE;
+    if (answered) errno = 0;
+    return answered;
+}
+
 long ccr_unwind_syscall(long number, ...) {
     va_list rest;
     va_start(rest, number);
     long a[6];
     for (int i = 0; i < 6; i++) a[i] = va_arg(rest, long);
     va_end(rest);
-    const ccr_libunwind *u = &ccr_global.unwind;
-    if (walking_in_handler == 1 && check_state == CHECK_READ_ANSWERED && number == SYS_write &&
-        (u->pipe_fd[1] < 0 || a[0] == u->pipe_fd[1])) {
-        check_state = CHECK_NONE;
-        errno = 0;
-        return 1;   // the byte the copy read: written
-    }
+    if (number == SYS_write && answer_pipe_write(a[0], (size_t)a[2])) return 1;
     if (walking_in_handler == 1) check_state = CHECK_NONE;
     return syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 ssize_t ccr_unwind_write(int fd, const void *buffer, size_t count) {
-    const ccr_libunwind *u = &ccr_global.unwind;
-    if (walking_in_handler == 1 && check_state == CHECK_READ_ANSWERED && count == 1 && (u->pipe_fd[1] < 0 || fd == u->pipe_fd[1])) {
-        check_state = CHECK_NONE;
-        errno = 0;
-        return 1;
-    }
-    if (walking_in_handler == 1) check_state = CHECK_NONE;
+    if (answer_pipe_write(fd, count)) return 1;
     return write(fd, buffer, count);
 }
 

@@ -108,15 +108,33 @@ void ccr_writer_json_string(ccr_writer *w, const char *text, size_t max_bytes) {
     ccr_writer_raw(w, "\"", 1);
 }
 
-void ccr_writer_uint(ccr_writer *w, uint64_t value) {
+size_t ccr_format_uint(char *out, uint64_t value) {
     char digits[20];
-    int n = 0;
+    size_t n = 0;
     do {
         digits[sizeof digits - 1 - n] = (char)('0' + value % 10);
         value /= 10;
         n++;
     } while (value != 0);
-    ccr_writer_raw(w, digits + sizeof digits - n, (size_t)n);
+    memcpy(out, digits + sizeof digits - n, n);
+    return n;
+}
+
+size_t ccr_format_hex(char *out, uint64_t value) {
+    char digits[16];
+    size_t n = 0;
+    do {
+        digits[sizeof digits - 1 - n] = hex_digits[value & 15];
+        value >>= 4;
+        n++;
+    } while (value != 0);
+    memcpy(out, digits + sizeof digits - n, n);
+    return n;
+}
+
+void ccr_writer_uint(ccr_writer *w, uint64_t value) {
+    char digits[20];
+    ccr_writer_raw(w, digits, ccr_format_uint(digits, value));
 }
 
 void ccr_writer_int(ccr_writer *w, int64_t value) {
@@ -129,16 +147,10 @@ void ccr_writer_int(ccr_writer *w, int64_t value) {
 }
 
 void ccr_writer_hex(ccr_writer *w, uint64_t value) {
-    char digits[16];
-    int n = 0;
-    do {
-        digits[sizeof digits - 1 - n] = hex_digits[value & 15];
-        value >>= 4;
-        n++;
-    } while (value != 0);
-    ccr_writer_raw(w, "\"0x", 3);
-    ccr_writer_raw(w, digits + sizeof digits - n, (size_t)n);
-    ccr_writer_raw(w, "\"", 1);
+    char text[19] = {'"', '0', 'x'};
+    size_t n = 3 + ccr_format_hex(text + 3, value);
+    text[n++] = '"';
+    ccr_writer_raw(w, text, n);
 }
 
 void ccr_writer_hex_bytes(ccr_writer *w, const uint8_t *bytes, size_t length) {

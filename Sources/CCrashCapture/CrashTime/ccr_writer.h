@@ -25,6 +25,10 @@ void ccr_writer_text(ccr_writer *w, const char *text);
 /// Appends a JSON string (quotes included) of at most `max_bytes` input bytes; control characters
 /// are escaped and invalid UTF-8 becomes U+FFFD so the line always parses. Async-signal-safe.
 void ccr_writer_json_string(ccr_writer *w, const char *text, size_t max_bytes);
+/// Writes `value` in decimal (at most 20 bytes) / lower-case hex without "0x" (at most 16) at
+/// `out`; returns how many bytes. For lines made whole in a stack buffer. Async-signal-safe.
+size_t ccr_format_uint(char *out, uint64_t value);
+size_t ccr_format_hex(char *out, uint64_t value);
 /// Appends a decimal integer. Async-signal-safe.
 void ccr_writer_int(ccr_writer *w, int64_t value);
 void ccr_writer_uint(ccr_writer *w, uint64_t value);
