@@ -1,7 +1,8 @@
-// CrashReporter.logHTTPRequest, the server integrations' "http" breadcrumb: written from a stack
-// buffer when it can, it must give the breadcrumb the escaping writer gives for the same request.
+// CrashReporter.logHTTPRequest, the server integrations' "http" breadcrumb: formatted and escaped
+// in C from a stack buffer when it fits (ccr_breadcrumb_http), it must give the breadcrumb the
+// Swift writer gives for the same request.
 import CrashReportModel
-import CrashReporting
+@_spi(ServerIntegrations) import CrashReporting
 import Foundation
 import Testing
 
@@ -11,7 +12,7 @@ extension InProcessSession {
         struct Request: CustomStringConvertible {
             var method = "GET", route = "/users/:id", status = 200, tenths = 123, requestID = "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"
             var traceID: String? = nil, spanID: String? = nil
-            /// Whether the stack buffer can take it: no byte to escape, and all within 1 KiB.
+            /// Whether the stack buffer can take it: all within 1 KiB once escaped, the message within 1,000 bytes.
             var plain = true
             var description: String { "\(method) \(route) \(status) \(tenths) \(requestID) \(traceID ?? "-") \(spanID ?? "-")" }
         }
@@ -23,9 +24,11 @@ extension InProcessSession {
                                  traceID: "4bf92f3577b34da6a3ce929d0e0e4736", spanID: "00f067aa0ba902b7"))
             cases.append(Request(spanID: "span without a trace: not written"))
             cases.append(Request(route: "/caf\u{E9}/\u{65E5}\u{672C}\u{2028}\u{7F}", requestID: "id-\u{1F600}"))   // UTF-8 and DEL as they are
-            cases.append(Request(route: "/a \"quoted\" \\ route", requestID: "line\nbreak\t\u{1}", plain: false))   // escaped: the other writer
-            cases.append(Request(traceID: "trace\"quote", plain: false))
-            cases.append(Request(requestID: "nul\u{0}byte", plain: false))
+            cases.append(Request(route: "/a \"quoted\" \\ route", requestID: "line\nbreak\t\u{1}\r\u{1F}"))   // escaped in C
+            cases.append(Request(traceID: "trace\"quote", spanID: "span\\slash"))
+            cases.append(Request(requestID: "nul\u{0}byte"))
+            // Escapes that take it over 1 KiB: 300 quotes are 600 bytes escaped (the Swift writer).
+            cases.append(Request(route: "/" + String(repeating: "\"", count: 300), requestID: String(repeating: "\u{1}", count: 100), plain: false))
             // A route near 1000 bytes: the message is at the limit, and with the metadata (which
             // repeats it) the whole is over 1 KiB.
             cases.append(Request(route: "/" + String(repeating: "r", count: 990), plain: false))
@@ -83,31 +86,101 @@ extension InProcessSession {
                                          "request_id": "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"])
         }
 
-        @Test("the check for bytes to escape, eight at a time, decides as a byte-by-byte check does, at every position")
-        func escapeCheckByPosition() throws {
+        /// Two threads taking turns (`requestBreadcrumbsInOrderAcrossThreads`): step i runs on thread
+        /// `owners[i]` once step i - 1 signalled it.
+        final class Turns: @unchecked Sendable {
+            static let owners = [0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1]
+            let mark = String(UUID().uuidString.prefix(8))
+            let turns = owners.map { _ in DispatchSemaphore(value: 0) }
+            let done = DispatchSemaphore(value: 0)
+            var tokens: [Int: (token: CrashReporter.RequestToken, route: String)] = [:]   // each thread its own key
+            var written: [Bool] = []
+            let lock = NSLock()
+
+            func run(_ me: Int) {
+                for (index, owner) in Self.owners.enumerated() where owner == me {
+                    turns[index].wait()
+                    switch index {
+                    case 0, 4, 7, 8:   // a request begins, its route as the screen view
+                        let route = "/\(mark)/\(index)"
+                        let token = Array("id".utf8).withUnsafeBufferPointer {
+                            CrashReporter.beginRequest(method: "GET", route: route, requestIDUTF8: $0, traceID: "", routeAsScreenView: true)
+                        }
+                        lock.withLock { tokens[me] = (token, route) }
+                    case 2, 6, 9, 10:   // it ends
+                        let (token, route) = lock.withLock { tokens[me]! }
+                        CrashReporter.endRequest(token)
+                        let fromStack = Array("id".utf8).withUnsafeBufferPointer {
+                            CrashReporter.logHTTPRequest(method: "GET", route: route, status: 200, durationTenthsOfMillisecond: 0,
+                                                         requestIDUTF8: $0, startedNanoseconds: token.startedNanoseconds)
+                        }
+                        lock.withLock { written.append(fromStack) }
+                    default:
+                        CrashReporter.log("\(mark) ordinary \(index)")
+                    }
+                    if index + 1 < turns.count { turns[index + 1].signal() } else { done.signal() }
+                }
+            }
+        }
+
+        @Test("a request's screen view and http breadcrumb, which take no add on the session's counter, are listed in the order things happened across two threads")
+        func requestBreadcrumbsInOrderAcrossThreads() throws {
+            try SharedReporter.start()
+            // Each turn handed over through a semaphore (a happens-before edge, as a request handed
+            // from one event loop to another): a request begun on one thread, an ordinary
+            // breadcrumb on the other, the request ended, and the same the other way round; then
+            // two requests that overlap, with no ordinary breadcrumb between their four, which
+            // read the same counter and are ordered by their clock reads alone.
+            let turns = Turns()
+            let threads = [Thread { turns.run(0) }, Thread { turns.run(1) }]
+            threads.forEach { $0.start() }
+            turns.turns[0].signal()
+            turns.done.wait()
+            let mark = turns.mark
+            #expect(turns.written == [true, true, true, true])
+            let crumbs = try #require(CrashReporter.contextSnapshot()?.breadcrumbs)
+            let ours = crumbs.filter { $0.message.contains(mark) }.map { "\($0.tag.isEmpty ? "-" : $0.tag) \($0.message)" }
+            #expect(ours == [
+                "screen /\(mark)/0", "- \(mark) ordinary 1", "http GET /\(mark)/0 200", "- \(mark) ordinary 3",
+                "screen /\(mark)/4", "- \(mark) ordinary 5", "http GET /\(mark)/4 200",
+                "screen /\(mark)/7", "screen /\(mark)/8", "http GET /\(mark)/7 200", "http GET /\(mark)/8 200",
+            ], "\(ours)")
+        }
+
+        @Test("every ASCII character and six others, at every position of each text, read back as it was written, from the stack buffer")
+        func escapesByPosition() throws {
             try SharedReporter.start()
             // Every ASCII character, and characters whose UTF-8 holds bytes that differ from a
             // quote (0xA2: U+00A2 is C2 A2), a backslash (0xDC: U+071C is DC 9C) or a control
-            // character (0x80…0x9F) by the top bit only, at each position of a 21-byte text (two words and a tail of 5), in each text
-            // the writer checks (route, request id, trace id). A byte loop was the reference: a
-            // text needs the escaping writer exactly when it holds a control character, a quote
-            // or a backslash.
+            // character (0x80…0x9F) by the top bit only, at each position of a 21-byte text, in
+            // each text C escapes (route, request id, trace id, span id). Read back through the
+            // session's reader and the JSON decoder, each must be the text written.
             let characters = (0..<128).map { String(UnicodeScalar(UInt8($0))) } + ["\u{80}", "\u{9F}", "\u{A2}", "\u{71C}", "\u{5C5C}", "\u{1F600}"]
             var mismatches: [String] = []
+            var written = 0
             for character in characters {
-                let escaped = character.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+                var texts: [String] = []
                 for position in 0...20 {
                     let text = String(repeating: "a", count: position) + character + String(repeating: "b", count: 20 - position)
-                    for field in 0..<3 {
-                        let fromStack = CrashReporter.logHTTPRequest(method: "GET", route: field == 0 ? text : "/r", status: 200,
-                                                                     durationTenthsOfMillisecond: 1, requestID: field == 1 ? text : "id",
-                                                                     traceID: field == 2 ? text : nil)
-                        if fromStack == escaped { mismatches.append("\(character.unicodeScalars.map { $0.value }) at \(position) in field \(field)") }
+                    texts.append(text)
+                    let fromStack = CrashReporter.logHTTPRequest(method: "GET", route: text, status: 200, durationTenthsOfMillisecond: 1,
+                                                                 requestID: text, traceID: text, spanID: text)
+                    if !fromStack { mismatches.append("\(character.unicodeScalars.map { $0.value }) at \(position): not from the stack") }
+                }
+                let crumbs = try #require(CrashReporter.contextSnapshot()?.breadcrumbs.filter { $0.tag == "http" }.suffix(texts.count))
+                for (text, crumb) in zip(texts, crumbs) {
+                    let metadata = crumb.metadata ?? [:]
+                    written += 1
+                    // The reader writes a message up to its first NUL byte (both writers alike).
+                    let message = character == "\u{0}" ? "GET " + text.prefix { $0 != "\u{0}" } : "GET \(text) 200"
+                    if crumb.message != message || metadata["route"] != text || metadata["request_id"] != text
+                        || metadata["trace_id"] != text || metadata["span_id"] != text {
+                        mismatches.append("\(character.unicodeScalars.map { $0.value }) in \(text.debugDescription): read back \(crumb.message.debugDescription) \(metadata)")
                     }
                 }
             }
-            let wrong = mismatches.count
-            #expect(wrong == 0, "cases that took the wrong writer, e.g. \(mismatches.prefix(5))")
+            #expect(written == characters.count * 21)
+            #expect(mismatches.isEmpty, "\(mismatches.count) cases read back otherwise, e.g. \(mismatches.prefix(5))")
         }
     }
 }

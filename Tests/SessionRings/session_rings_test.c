@@ -236,26 +236,28 @@ static void exact_texts(void) {
     CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
 }
 
-// 7. A session file laid out by hand at the offsets version 5 documents (rings of 1056064 bytes
-//    from offset 71808, slots of 2112 bytes, order at 16, text at 32, tag at 2016), as a process
-//    killed before its next launch leaves it: read, its rings merged by order, not by time (all
-//    three have the same coarse-clock time, and ring 0 comes before ring 2). Another version, a
-//    file cut short and a size field that disagrees with the file are refused, not read.
+// 7. A session file laid out by hand at the offsets version 6 documents (rings of 1056064 bytes
+//    from offset 71808, slots of 2112 bytes, order at 16, request tie at 24, text at 40, tag at
+//    2024), as a process killed before its next launch leaves it: read, its rings merged by
+//    order, then by request tie for two even orders, not by time (all four have the same
+//    coarse-clock time, and ring 0 comes before ring 1 and ring 2). Another version, a file cut
+//    short and a size field that disagrees with the file are refused, not read.
 enum { FILE_SIZE = 5352128, RINGS_AT = 71808, RING_SIZE = 1056064, SLOT_SIZE = 2112 };
-static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, const char *message) {
+static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, uint64_t tie, const char *message) {
     char *slot = file + RINGS_AT + (size_t)ring * RING_SIZE + 64 + (size_t)(n % 500) * SLOT_SIZE;
     uint64_t seq = 2 * n + 2, time = 1000;
     memcpy(slot, &seq, 8);
     memcpy(slot + 8, &time, 8);
     memcpy(slot + 16, &order, 8);
-    slot[24] = 2;   // warning
-    slot[25] = 1;   // screen
+    memcpy(slot + 24, &tie, 8);
+    slot[32] = 2;   // warning
+    slot[33] = 1;   // screen
     uint16_t tag_length = 3, message_length = (uint16_t)strlen(message), metadata_length = 0;
-    memcpy(slot + 26, &tag_length, 2);
-    memcpy(slot + 28, &message_length, 2);
-    memcpy(slot + 30, &metadata_length, 2);
-    memcpy(slot + 32, message, message_length);
-    memcpy(slot + 32 + 1984, "old", 3);
+    memcpy(slot + 34, &tag_length, 2);
+    memcpy(slot + 36, &message_length, 2);
+    memcpy(slot + 38, &metadata_length, 2);
+    memcpy(slot + 40, message, message_length);
+    memcpy(slot + 40 + 1984, "old", 3);
     uint64_t next = n + 1;
     memcpy(file + RINGS_AT + (size_t)ring * RING_SIZE, &next, 8);
 }
@@ -272,22 +274,25 @@ static void documented_layout(void) {
     char *file = calloc(1, FILE_SIZE);
     ccr_session_file *h = (ccr_session_file *)(void *)file;   // the header fields
     h->magic = CCR_SESSION_MAGIC;
-    h->version = 5;
+    h->version = 6;
     h->size = FILE_SIZE;
     h->breadcrumb_capacity = 500;
     h->breadcrumb_rings = 5;
     h->pid = 12345;
     atomic_store(&h->state, CCR_SESSION_RUNNING);
     strcpy(h->session_id, "by-hand");
-    put_breadcrumb(file, 2, 0, 7, "first, ring 2");
-    put_breadcrumb(file, 0, 0, 8, "second, ring 0");
-    put_breadcrumb(file, 2, 1, 9, "third, ring 2");
+    // An ordinary append's odd order, two request breadcrumbs that read the same counter (even
+    // order 8; the one in ring 1 read the clock first), an ordinary append that followed them.
+    put_breadcrumb(file, 2, 0, 7, 999999, "first, ring 2");
+    put_breadcrumb(file, 0, 0, 8, 500, "third, ring 0");
+    put_breadcrumb(file, 1, 0, 8, 400, "second, ring 1");
+    put_breadcrumb(file, 2, 1, 9, 0, "fourth, ring 2");
     char path[700];
     snprintf(path, sizeof path, "%s/by-hand.session", directory);
     CHECK(write_file(path, file, FILE_SIZE) == 0, "layout: cannot write %s", path);
     ccr_session_info info;
     int status = ccr_session_inspect(path, &info);
-    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 3
+    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 4
               && strcmp(info.session_id, "by-hand") == 0,
           "layout: inspect %d, state %d, pid %d, %llu written, id %s", status, info.state, info.pid,
           (unsigned long long)info.breadcrumbs_written, info.session_id);
@@ -296,22 +301,22 @@ static void documented_layout(void) {
     CHECK(status == 0, "layout: export status %d", status);
     rewind(out);
     char line[4096];
-    const char *expected[] = {"first, ring 2", "second, ring 0", "third, ring 2"};
+    const char *expected[] = {"first, ring 2", "second, ring 1", "third, ring 0", "fourth, ring 2"};
     int seen = 0;
     while (fgets(line, sizeof line, out)) {
         if (!strstr(line, "\"type\":\"breadcrumb\"")) continue;
         char wanted[128];
         snprintf(wanted, sizeof wanted, "\"level\":\"warning\",\"kind\":\"screen\",\"tag\":\"old\",\"message\":\"%s\"}",
-                 seen < 3 ? expected[seen] : "?");
+                 seen < 4 ? expected[seen] : "?");
         CHECK(strstr(line, wanted) != NULL, "layout: breadcrumb %d is %s", seen, line);
         seen++;
     }
     fclose(out);
-    CHECK(seen == 3, "layout: %d of 3 breadcrumbs exported", seen);
+    CHECK(seen == 4, "layout: %d of 4 breadcrumbs exported", seen);
 
-    h->version = 4;   // never released: no reader for it
-    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 4 not refused");
-    h->version = 5;   // cut short: the last ring missing
+    h->version = 5;   // never released: no reader for it
+    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 5 not refused");
+    h->version = 6;   // cut short: the last ring missing
     CHECK(write_file(path, file, FILE_SIZE - RING_SIZE) == 0 && ccr_session_inspect(path, &info) == -2
               && ccr_session_export(path, fileno(stdout)) == -2, "layout: a file cut short not refused");
     h->size = FILE_SIZE - 100000;   // the header's size disagrees with this version's
@@ -366,6 +371,63 @@ static void turns_across_rings(void) {
     CHECK(rings == 2, "turns: the two threads wrote to %d ring(s), not two of their own", rings);
 }
 
+// 9. The same turns with a server's request breadcrumbs (ccr_breadcrumb_request, and the http one
+//    with a start), which read the session's counter instead of adding to it (Decision 0058):
+//    three turns in four are request breadcrumbs, so most neighbours read the same counter and
+//    only their clock reads order them; every fourth is an ordinary append. The export lists all
+//    in the turns' order, and the request breadcrumbs left the counter as it was.
+static atomic_int request_turn;
+static void *taking_request_turns(void *argument) {
+    int me = (int)(intptr_t)argument;
+    char text[32];
+    for (int i = me; i < TURNS; i += 2) {
+        while (atomic_load(&request_turn) != i) {}
+        snprintf(text, sizeof text, "turn %d", i);
+        if (i % 4 == 3) {
+            ccr_breadcrumb_append(1, 1, "rturns", 6, text, strlen(text), NULL, 0);
+        } else if (i % 4 == 1) {
+            int64_t tenths = -1;
+            CHECK(ccr_breadcrumb_http("GET", 3, text, strlen(text), 200, 0, 1, "id", 2, NULL, 0, 0, NULL, 0, 0, 1000, &tenths) == 1
+                      && tenths > 0,
+                  "request turns: the http breadcrumb of turn %d not written (duration %lld)", i, (long long)tenths);
+        } else {
+            CHECK(ccr_breadcrumb_request(1, 1, "rturns", 6, text, strlen(text)) != 0, "request turns: no clock read");
+        }
+        atomic_store(&request_turn, i + 1);
+    }
+    return NULL;
+}
+static void request_turns_across_rings(void) {
+    pthread_t a, b;
+    atomic_store(&request_turn, 0);
+    uint64_t counter_before = atomic_load(&ccr_session->breadcrumb_order);
+    pthread_create(&a, NULL, taking_request_turns, (void *)(intptr_t)0);
+    pthread_create(&b, NULL, taking_request_turns, (void *)(intptr_t)1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    uint64_t added = atomic_load(&ccr_session->breadcrumb_order) - counter_before;
+    CHECK(added == TURNS / 4, "request turns: the counter moved by %llu for %d ordinary appends",
+          (unsigned long long)added, TURNS / 4);
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
+    FILE *out = tmpfile();
+    ccr_session_export(path, fileno(out));
+    rewind(out);
+    char line[8192];
+    int expected = 0;
+    while (fgets(line, sizeof line, out)) {
+        // "rturns" breadcrumbs name the turn in their message; http ones as their route.
+        const char *m = strstr(line, "\"tag\":\"rturns\",\"message\":\"turn ");
+        const char *h = strstr(line, "\"tag\":\"http\",\"message\":\"GET turn ");
+        if (!m && !h) continue;
+        int value = m ? atoi(m + strlen("\"tag\":\"rturns\",\"message\":\"turn ")) : atoi(h + strlen("\"tag\":\"http\",\"message\":\"GET turn "));
+        CHECK(value == expected, "request turns: turn %d listed where turn %d belongs", value, expected);
+        expected = value + 1;
+    }
+    fclose(out);
+    CHECK(expected == TURNS, "request turns: %d of %d exported", expected, TURNS);
+}
+
 // 0. (Its own process: `residency`.) The first breadcrumb into the sparse session file costs the
 //    page it writes, not the file: ~2.3 ms and every page of the ~5 MB file in the page cache
 //    when the kernel's read-ahead fills the holes around the first store (measured), ~15 µs and a
@@ -404,6 +466,7 @@ int main(int argc, char **argv) {
     exact_texts();                    // after: the last 500 of the main thread's ring
     documented_layout();
     turns_across_rings();   // after: two new threads take the free rings
+    request_turns_across_rings();   // two more, once those have given theirs back
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }

@@ -51,9 +51,9 @@ public struct RequestReporter: Sendable {
 
     /// `begin`, with the request id as a `RequestIdentifier`.
     public func begin(method: String, route: String, requestIdentifier: RequestIdentifier, trace: TraceIdentity?) -> ReportedRequest {
-        if options.routeAsScreenView { CrashReporter.logScreenView(route) }
         let token = requestIdentifier.withUTF8 {
-            CrashReporter.beginRequest(method: method, route: route, requestIDUTF8: $0, traceID: trace?.traceID ?? "")
+            CrashReporter.beginRequest(method: method, route: route, requestIDUTF8: $0, traceID: trace?.traceID ?? "",
+                                       routeAsScreenView: options.routeAsScreenView)
         }
         return ReportedRequest(method: method, route: route, requestIdentifier: requestIdentifier, trace: trace, token: token)
     }
@@ -64,14 +64,15 @@ public struct RequestReporter: Sendable {
         CrashReporter.endRequest(request.token)
         let method = request.method, route = request.route
         if options.breadcrumbs {
-            // Tenths of a millisecond in integers, from the clock read as the request began:
+            // The duration in tenths of a millisecond, measured in C from the clock read as the
+            // request began, with the clock read that orders the breadcrumb (Decision 0058):
             // String(format:) costs about a microsecond here, and Duration's 128-bit arithmetic
-            // was a tenth of the middleware's samples in tools/profile-middleware.
-            let tenths = Int(clamping: request.token.elapsedNanoseconds / 100_000)
-            // Written from a stack buffer (no dictionary, array or string built for it).
+            // was a tenth of the middleware's samples in tools/profile-middleware. Written from a
+            // stack buffer (no dictionary, array or string built for it).
             request.requestIdentifier.withUTF8 {
-                _ = CrashReporter.logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: tenths,
-                                                 requestIDUTF8: $0, traceID: request.trace?.traceID, spanID: request.trace?.spanID)
+                _ = CrashReporter.logHTTPRequest(method: method, route: route, status: status, durationTenthsOfMillisecond: 0,
+                                                 requestIDUTF8: $0, traceID: request.trace?.traceID, spanID: request.trace?.spanID,
+                                                 startedNanoseconds: request.token.startedNanoseconds)
             }
         }
         guard options.reportsServerErrors, status >= 500 else { return }

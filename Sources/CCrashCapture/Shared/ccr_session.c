@@ -262,9 +262,20 @@ static inline uint64_t claim_own_index(_Atomic uint64_t *next) {
 #endif
 }
 
+/// CLOCK_MONOTONIC in nanoseconds, through the vDSO as the coarse clock is: the clock
+/// ccr_request_clock_ns reads, so a request's start taken here is its start in the table too.
+static inline uint64_t monotonic_ns(void) {
+    struct timespec now;
+    if (coarse_clock(CLOCK_MONOTONIC, &now) != 0) return 0;
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/// `request_ns` 0: an ordinary append, ordered by an atomic add on the session's counter. Else a
+/// server request's breadcrumb with its clock read (ccr_breadcrumb_request), ordered by a plain
+/// load of the counter, then by that read.
 static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
                                                           const char *message, size_t message_length,
-                                                          const char *metadata, size_t metadata_length) {
+                                                          const char *metadata, size_t metadata_length, uint64_t request_ns) {
     ccr_session_file *s = ccr_session;
     if (s == NULL) return;
     ccr_breadcrumb_ring *ring = thread_ring;
@@ -290,18 +301,164 @@ static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t 
     atomic_thread_fence(memory_order_release);
     // The session-wide order: the atomic adds on one counter are in one total order that agrees
     // with every happens-before between threads, which no clock read promises at 4 ms ticks.
-    slot->order = atomic_fetch_add_explicit(&s->breadcrumb_order, 1, memory_order_relaxed);
+    // A request's breadcrumb only reads the counter (Decision 0058): an add moved its line between
+    // the cores serving requests twice a request. Its 2c falls after every add it saw (2n + 1 for
+    // n < c) and before every add that sees it (2n + 1 for n >= c); between request breadcrumbs
+    // of one c, the monotonic clock, which Linux keeps from going back across CPUs, decides.
+    if (request_ns == 0) {
+        slot->order = 2 * atomic_fetch_add_explicit(&s->breadcrumb_order, 1, memory_order_relaxed) + 1;
+    } else {
+        slot->order = 2 * atomic_load_explicit(&s->breadcrumb_order, memory_order_relaxed);
+        slot->request_tie = request_ns;
+    }
     fill_slot(slot, level, kind, tag, tag_length, message, message_length, metadata, metadata_length);
     atomic_store_explicit(&slot->seq, 2 * n + 2, memory_order_release);
 }
 
 void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
                            const char *message, size_t message_length, const char *metadata, size_t metadata_length) {
-    append(level, kind, tag, tag_length, message, message_length, metadata, metadata_length);
+    append(level, kind, tag, tag_length, message, message_length, metadata, metadata_length, 0);
 }
 
 void ccr_breadcrumb_log(const char *message, size_t message_length) {
-    append(1, 0, NULL, 0, message, message_length, NULL, 0);
+    append(1, 0, NULL, 0, message, message_length, NULL, 0, 0);
+}
+
+uint64_t ccr_breadcrumb_request(uint8_t level, uint8_t kind, const char *tag, size_t tag_length, const char *message,
+                                size_t message_length) {
+    uint64_t now = monotonic_ns();
+    append(level, kind, tag, tag_length, message, message_length, NULL, 0, now | (now == 0));
+    return now;
+}
+
+/// A server's "http" breadcrumb, formatted here rather than in Swift (where building it was half
+/// of the middleware's breadcrumb in tools/profile-middleware). `out` has `capacity` bytes;
+/// `used` is where writing goes on, or capacity + 1 once something did not fit.
+typedef struct http_text {
+    char *out;
+    size_t capacity;
+    size_t used;
+} http_text;
+
+static inline void http_bytes(http_text *t, const char *bytes, size_t n) {
+    if (t->used > t->capacity || n > t->capacity - t->used) {
+        t->used = t->capacity + 1;
+        return;
+    }
+    // Short pieces (nearly all of them) without a call: memmove was a sixth of the breadcrumb's
+    // samples in tools/profile-middleware.
+    char *to = t->out + t->used;
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++) to[i] = bytes[i];
+    } else {
+        copy_text(to, bytes, n);
+    }
+    t->used += n;
+}
+
+/// Where the run of bytes from `i` that JSON needs no escape for ends: eight at a time, each word
+/// checked for a byte below 0x20, a quote or a backslash (a byte of 0x80 or more never counts);
+/// the word holding one is then gone through byte by byte.
+static inline size_t plain_run(const unsigned char *s, size_t i, size_t n) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (n - i >= 8) {
+        uint64_t x;
+        __builtin_memcpy(&x, s + i, 8);
+        uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+        uint64_t found = ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash);
+        if (found & highs) break;
+        i += 8;
+    }
+    while (i < n && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\') i++;
+    return i;
+}
+
+#define HTTP_LITERAL(t, literal) http_bytes((t), (literal), sizeof(literal) - 1)
+
+static void http_decimal(http_text *t, int64_t value) {
+    char digits[24];
+    uint64_t magnitude = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    size_t i = sizeof digits;
+    do {
+        digits[--i] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    if (value < 0) digits[--i] = '-';
+    http_bytes(t, digits + i, sizeof digits - i);
+}
+
+/// A JSON string: quotes, backslashes and bytes below 0x20 escaped as RecordLine.appendQuoted
+/// escapes them (\n, \r, \t, else \u00xx); every other byte (UTF-8 included) as it is.
+static void http_quoted(http_text *t, const char *text, size_t n) {
+    HTTP_LITERAL(t, "\"");
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < n) {
+        size_t run = plain_run(s, i, n);
+        http_bytes(t, text + i, run - i);
+        if (run == n) break;
+        unsigned char c = s[run];
+        static const char hex[] = "0123456789abcdef";
+        char escaped[6] = {'\\', (char)c, 0, 0, 0, 0};
+        size_t length = 2;
+        if (c == '\n') escaped[1] = 'n';
+        else if (c == '\r') escaped[1] = 'r';
+        else if (c == '\t') escaped[1] = 't';
+        else if (c < 0x20) {
+            escaped[1] = 'u'; escaped[2] = '0'; escaped[3] = '0'; escaped[4] = hex[c >> 4]; escaped[5] = hex[c & 15];
+            length = 6;
+        }
+        http_bytes(t, escaped, length);
+        i = run + 1;
+    }
+    HTTP_LITERAL(t, "\"");
+}
+
+int ccr_breadcrumb_http(const char *method, size_t method_length, const char *route, size_t route_length, int64_t status,
+                        int64_t duration_tenths_ms, uint64_t started_ns, const char *request_id, size_t request_id_length,
+                        const char *trace_id, size_t trace_id_length, int has_trace, const char *span_id,
+                        size_t span_id_length, int has_span, size_t message_max, int64_t *duration_out) {
+    uint64_t now = 0;
+    if (started_ns != 0) {
+        now = monotonic_ns();
+        duration_tenths_ms = now > started_ns ? (int64_t)((now - started_ns) / 100000) : 0;
+    }
+    if (duration_tenths_ms < 0) duration_tenths_ms = 0;
+    if (duration_out) *duration_out = duration_tenths_ms;
+    char buffer[1024];
+    http_text t = {buffer, sizeof buffer, 0};
+    http_bytes(&t, method, method_length);
+    HTTP_LITERAL(&t, " ");
+    http_bytes(&t, route, route_length);
+    HTTP_LITERAL(&t, " ");
+    http_decimal(&t, status);
+    size_t message_length = t.used;
+    HTTP_LITERAL(&t, "{\"method\":");
+    http_quoted(&t, method, method_length);
+    HTTP_LITERAL(&t, ",\"route\":");
+    http_quoted(&t, route, route_length);
+    HTTP_LITERAL(&t, ",\"status\":\"");
+    http_decimal(&t, status);
+    HTTP_LITERAL(&t, "\",\"duration_ms\":\"");
+    http_decimal(&t, duration_tenths_ms / 10);
+    HTTP_LITERAL(&t, ".");
+    http_decimal(&t, duration_tenths_ms % 10);
+    HTTP_LITERAL(&t, "\",\"request_id\":");
+    http_quoted(&t, request_id, request_id_length);
+    if (has_trace) {
+        HTTP_LITERAL(&t, ",\"trace_id\":");
+        http_quoted(&t, trace_id, trace_id_length);
+        if (has_span) {
+            HTTP_LITERAL(&t, ",\"span_id\":");
+            http_quoted(&t, span_id, span_id_length);
+        }
+    }
+    HTTP_LITERAL(&t, "}");
+    if (t.used > t.capacity || message_length > message_max) return 0;
+    uint8_t level = status >= 500 ? 3 : status >= 400 ? 2 : 1;
+    append(level, 0, "http", 4, buffer, message_length, buffer + message_length, t.used - message_length,
+           started_ns == 0 ? 0 : now | (now == 0));
+    return 1;
 }
 
 void ccr_set_user_id(const char *id, size_t length) {
@@ -391,6 +548,14 @@ int ccr_custom_key_count(void) {
 static const char *level_names[] = {"debug", "info", "warning", "error", "fatal"};
 static const char *kind_names[] = {"log", "screen", "action", "error", "network"};
 
+/// Whether `a` comes before `b` in the session's order: by `order`, then, for two request
+/// breadcrumbs that read the same counter, by their clock reads (Decision 0058). Slots of a live
+/// session may change under the reader; a torn pair is dropped by the seq check that follows.
+static int listed_before(const ccr_breadcrumb_slot *a, const ccr_breadcrumb_slot *b) {
+    if (a->order != b->order) return a->order < b->order;
+    return a->order % 2 == 0 && a->request_tie < b->request_tie;
+}
+
 /// Whether slot n of `ring` holds breadcrumb n, completely written (not torn, not overwritten).
 static int breadcrumb_complete(const ccr_breadcrumb_ring *ring, uint64_t n) {
     return atomic_load_explicit(&ring->slots[n % CCR_BREADCRUMB_CAPACITY].seq, memory_order_acquire) == 2 * n + 2;
@@ -398,7 +563,7 @@ static int breadcrumb_complete(const ccr_breadcrumb_ring *ring, uint64_t n) {
 
 /// Maps the session file open at `fd` read-only if it is one this code reads: NULL otherwise
 /// (another format, another version, or cut short: a shorter file would fault past its end).
-/// Versions 2 to 4 were never released; a file of version 1 (the last released) is refused and
+/// Versions 2 to 5 were never released; a file of version 1 (the last released) is refused and
 /// kept aside by the caller.
 static const ccr_session_file *map_session(int fd) {
     uint32_t head[2];
@@ -500,15 +665,15 @@ int ccr_session_export(const char *path, int out_fd) {
     uint64_t taken = 0;
     while (taken < CCR_BREADCRUMB_CAPACITY) {
         int best = -1;
-        uint64_t best_order = 0;
+        const ccr_breadcrumb_slot *best_slot = NULL;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
             uint64_t floor = end[r] > CCR_BREADCRUMB_CAPACITY ? end[r] - CCR_BREADCRUMB_CAPACITY : 0;
             while (start[r] > floor && !breadcrumb_complete(&s->rings[r], start[r] - 1)) start[r]--;
             if (start[r] == floor) continue;
-            uint64_t order = s->rings[r].slots[(start[r] - 1) % CCR_BREADCRUMB_CAPACITY].order;
-            if (best < 0 || order > best_order) {
+            const ccr_breadcrumb_slot *slot = &s->rings[r].slots[(start[r] - 1) % CCR_BREADCRUMB_CAPACITY];
+            if (best < 0 || listed_before(best_slot, slot)) {
                 best = r;
-                best_order = order;
+                best_slot = slot;
             }
         }
         if (best < 0) break;
@@ -519,14 +684,14 @@ int ccr_session_export(const char *path, int out_fd) {
     ccr_breadcrumb_slot *slot_copy = malloc(sizeof(ccr_breadcrumb_slot));
     for (; slot_copy != NULL;) {
         int best = -1;
-        uint64_t best_order = 0;
+        const ccr_breadcrumb_slot *best_slot = NULL;
         for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) {
             while (start[r] < end[r] && !breadcrumb_complete(&s->rings[r], start[r])) start[r]++;
             if (start[r] == end[r]) continue;
-            uint64_t order = s->rings[r].slots[start[r] % CCR_BREADCRUMB_CAPACITY].order;
-            if (best < 0 || order < best_order) {
+            const ccr_breadcrumb_slot *slot = &s->rings[r].slots[start[r] % CCR_BREADCRUMB_CAPACITY];
+            if (best < 0 || listed_before(slot, best_slot)) {
                 best = r;
-                best_order = order;
+                best_slot = slot;
             }
         }
         if (best < 0) break;

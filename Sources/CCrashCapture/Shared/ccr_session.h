@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define CCR_SESSION_MAGIC 0x31535243u   /* "CRS1" */
-#define CCR_SESSION_VERSION 5
+#define CCR_SESSION_VERSION 6
 #define CCR_BREADCRUMB_CAPACITY 500
 /// Breadcrumb rings: ring 0 is shared (a fetch_add per append); rings 1… are each owned by one
 /// thread at a time, the first threads to log, which append with plain stores and no shared cache
@@ -33,17 +33,24 @@ enum { CCR_SESSION_RUNNING = 1, CCR_SESSION_ENDED = 2, CCR_SESSION_CRASHED = 3 }
 typedef struct ccr_breadcrumb_slot {
     _Atomic uint64_t seq;
     uint64_t timestamp_ns;
-    /// The breadcrumb's place among all of the session's (version 5): taken from the session's
-    /// `breadcrumb_order` as the append starts. Rings are merged by it: the coarse clock's 4 ms
-    /// ticks tied breadcrumbs of different threads, and a tie put them in ring order, so a request
-    /// that began after another one's screen view could be listed before it.
+    /// The breadcrumb's place among all of the session's (version 5; its two kinds, version 6): rings are merged by it (the
+    /// coarse clock's 4 ms ticks tied breadcrumbs of different threads, and a tie put them in ring
+    /// order, so a request that began after another one's screen view could be listed before it).
+    /// Odd, 2n + 1, for an append that took n from the session's `breadcrumb_order` with an atomic
+    /// add; even, 2c, for a server request's breadcrumb (ccr_breadcrumb_request), where c is the
+    /// counter as it read it, and `request_tie` orders those of one c (Decision 0058).
     uint64_t order;
+    /// A request breadcrumb's (even `order`'s) CLOCK_MONOTONIC nanoseconds, read in its append:
+    /// orders the request breadcrumbs that read the same counter. Not read for an odd `order`.
+    /// In the slot's first line (version 6): at the slot's end it cost the request's append a
+    /// second cold line (tools/profile-middleware).
+    uint64_t request_tie;
     uint8_t level;
     uint8_t kind;
     uint16_t tag_length;
     uint16_t message_length;
     uint16_t metadata_length;
-    // The text first: a header and a message of up to 32 bytes share one cache line, so an
+    // The text first: a header and a message of up to 24 bytes share one cache line, so an
     // append of a short message writes one line, and a ring's 500 such lines stay in L1.
     char text[CCR_BREADCRUMB_TEXT_MAX];   // message bytes, then metadata bytes
     char tag[CCR_BREADCRUMB_TAG_MAX];
@@ -51,7 +58,7 @@ typedef struct ccr_breadcrumb_slot {
     // different offset within its line, so most short appends wrote two lines instead of one
     // (measured: 14.8 → 11.2 ns per append in C). An odd number of lines: consecutive slots' first
     // lines fall into all 64 sets of L1, not into 2 as a 2048-byte stride would.
-    char reserved[32];
+    char reserved[24];
 } ccr_breadcrumb_slot;
 _Static_assert(sizeof(ccr_breadcrumb_slot) % 64 == 0 && (sizeof(ccr_breadcrumb_slot) / 64) % 2 == 1,
                "a breadcrumb slot is an odd number of cache lines");

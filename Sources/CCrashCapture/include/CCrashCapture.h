@@ -182,6 +182,29 @@ void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *_Nullable ta
 /// behind CrashReporter.log(_:), with two arguments instead of eight and the empty tag and
 /// metadata folded away.
 void ccr_breadcrumb_log(const char *_Nullable message, size_t message_length);
+/// The "http" breadcrumb of a finished request (tag "http", kind log; level error for a status
+/// of 500 or more, warning for 400 or more, else info): the message "METHOD route status", the
+/// metadata {"method", "route", "status", "duration_ms" ("N.N" from tenths of a millisecond),
+/// "request_id", then "trace_id" when `has_trace` and "span_id" when `has_span` too}, JSON-escaped
+/// here. A negative duration is written as 0. Returns 0 (and appends nothing) when the whole does not fit in 1 KiB or
+/// the message is longer than `message_max` bytes; else 1. No allocation, no lock.
+/// With `started_ns` (a request's start, from ccr_breadcrumb_request or ccr_request_clock_ns) not
+/// 0, the duration is now − started_ns, read here, and the breadcrumb is ordered as
+/// ccr_breadcrumb_request orders its own; `duration_tenths_ms` is then ignored. `duration_out`,
+/// when not NULL, gets the duration written (or that would have been: for a caller that writes it
+/// another way when this returns 0).
+int ccr_breadcrumb_http(const char *_Nullable method, size_t method_length, const char *_Nullable route, size_t route_length,
+                        int64_t status, int64_t duration_tenths_ms, uint64_t started_ns, const char *_Nullable request_id,
+                        size_t request_id_length, const char *_Nullable trace_id, size_t trace_id_length, int has_trace,
+                        const char *_Nullable span_id, size_t span_id_length, int has_span, size_t message_max,
+                        int64_t *_Nullable duration_out);
+/// A server request's breadcrumb (the middlewares' screen view as a request starts), appended as
+/// ccr_breadcrumb_append appends it, but ordered without an atomic add on the session's counter:
+/// it reads the counter and CLOCK_MONOTONIC, and comes after every breadcrumb that happened before
+/// it and before every one that happened after it (Decision 0058). Returns that clock read (the
+/// request's start, for ccr_request_begin and ccr_breadcrumb_http).
+uint64_t ccr_breadcrumb_request(uint8_t level, uint8_t kind, const char *_Nullable tag, size_t tag_length,
+                                const char *_Nullable message, size_t message_length);
 /// Sets (length > 0) or clears (length 0) the user id. Not async-signal-safe: takes a mutex.
 void ccr_set_user_id(const char *_Nullable id, size_t length);
 /// Sets a custom key. `type`: 1 bool, 2 int, 3 double (value is its JSON text), 4 string,

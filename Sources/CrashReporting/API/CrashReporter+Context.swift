@@ -202,15 +202,16 @@ extension CrashReporter {
 
     /// kind: 0 log, 1 screen, 2 action, 3 error, 4 network (see ccr_breadcrumb_append).
     static func append(level: LogLevel, kind: UInt8, tag: String, message: String, metadata: [String: String]?) {
-        var message = message
-        if message.utf8.count > maximumMessageCharacters, message.count > maximumMessageCharacters {
-            message = String(message.prefix(maximumMessageCharacters))
+        guard message.utf8.count <= maximumMessageCharacters || message.count <= maximumMessageCharacters else {
+            append(level: level, kind: kind, tag: tag, message: String(message.prefix(maximumMessageCharacters)), metadata: metadata)
+            return
         }
-        var tag = tag
-        var json = metadata.map(Self.compactJSON) ?? ""
-        message.withUTF8 { text in
-            tag.withUTF8 { tagBytes in
-                json.withUTF8 { meta in
+        // The texts' UTF-8 read in place (`utf8(of:)`): `var` copies for `withUTF8` were a retain and
+        // a release of each heap String, on every request's screen view in tools/profile-middleware.
+        let json = metadata.map(Self.compactJSON) ?? ""
+        utf8(of: message) { text in
+            utf8(of: tag) { tagBytes in
+                utf8(of: json) { meta in
                     ccr_breadcrumb_append(level.rawValue, kind, tagBytes.baseAddress, tagBytes.count,
                                           text.baseAddress, text.count, meta.baseAddress, meta.count)
                 }
