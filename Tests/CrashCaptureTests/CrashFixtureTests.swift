@@ -459,6 +459,26 @@ struct HandlerFailureTests {
                 "\(faultedStack)")
     }
 
+    @Test("the handler's calls into libc were bound at install: the dynamic linker binds nothing after the crash (LD_DEBUG=bindings)",
+          arguments: BuildConfiguration.allCases)
+    func noLazyBindingInTheHandler(_ configuration: BuildConfiguration) throws {
+        // SwiftPM links without -z now: a PLT slot is bound at its first call, a look-up through
+        // every loaded library's symbols. Setup/ccr_bind.c makes those first calls at install;
+        // without it the handler bound sigismember, sigemptyset and __errno_location itself.
+        for threadsOff in [true, false] {
+            var environment = ["LD_DEBUG": "bindings", "CRASH_FIXTURE_PRINT_CRASH_TIME": "1", "CRASH_FIXTURE_STEADY_STATE": "1"]
+            if threadsOff { environment["CRASH_FIXTURE_THREADS_OFF"] = "1" }
+            let run = try FixtureRun.run("deep-stack", configuration, environment: environment)
+            #expect(run.terminatedBySignal == SIGSEGV)
+            _ = try run.onlyRecord()
+            let lines = run.standardError.split(separator: "\n")
+            let crashAt = try #require(lines.firstIndex { $0.hasPrefix("crash-at-ns ") }, "no crash-at-ns line")
+            #expect(lines[..<crashAt].contains { $0.contains("binding file") }, "LD_DEBUG=bindings printed nothing: the check would see nothing")
+            let late = lines[crashAt...].filter { $0.contains("binding file") }
+            #expect(late.isEmpty, "threads \(threadsOff ? "off" : "on"): bound in the handler:\n\(late.joined(separator: "\n"))")
+        }
+    }
+
     @Test("a request in flight is in the record; with none ever begun, there is no request line", arguments: BuildConfiguration.allCases)
     func requestsInFlight(_ configuration: BuildConfiguration) throws {
         // The table is read only once a request began (Decision 0042): both sides of that gate.

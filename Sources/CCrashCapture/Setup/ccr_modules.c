@@ -135,6 +135,7 @@ void ccr_modules_record(void) {
     ccr_modules_live_preformat();
     ccr_modules_live_prefault();
     ccr_handler_prefault();
+    ccr_bind_crash_calls();
     ccr_unwind_prefault();
     if (ccr_threads.enabled) ccr_threads_prefault();
 }

@@ -11,6 +11,9 @@
 int ccr_libunwind_load(char *error, size_t capacity);
 void ccr_libunwind_unload(void);
 
+/// Calls each libc function the crash-time code uses once, without effect, so that a program
+/// linked with lazy binding has bound their PLT slots before a crash (Setup/ccr_bind.c).
+void ccr_bind_crash_calls(void);
 /// Fills ccr_global.modules from dl_iterate_phdr. Not async-signal-safe: takes the loader lock.
 void ccr_modules_record(void);
 /// What the crash-time walk of the loader's list needs (r_debug, the main program's headers and
