@@ -328,26 +328,48 @@ static void documented_layout(void) {
 // 8. Two threads with rings of their own take turns (a handoff through an atomic, as a request
 //    answered on one event loop and the next one begun on another): the export lists their
 //    breadcrumbs in the turns' order, though all of them fall within a few coarse-clock ticks.
+// 9. The same turns with a server's request breadcrumbs (ccr_breadcrumb_request, and the http one
+//    with a start), which read the session's counter instead of adding to it (Decision 0058):
+//    three turns in four are request breadcrumbs, so most neighbours read the same counter and
+//    only their clock reads order them; every fourth is an ordinary append. The request
+//    breadcrumbs leave the counter as it was.
 enum { TURNS = 200 };
 static atomic_int turn;
+static int requests_taking_turns;   // 8: 0, 9: 1
+static const char *turn_tag;        // 8: "turns", 9: "rturns" (the export still holds 8's)
 static void *taking_turns(void *argument) {
     int me = (int)(intptr_t)argument;
     char text[32];
     for (int i = me; i < TURNS; i += 2) {
         while (atomic_load(&turn) != i) {}
         snprintf(text, sizeof text, "turn %d", i);
-        ccr_breadcrumb_append(1, 1, "turns", 5, text, strlen(text), NULL, 0);
+        if (!requests_taking_turns || i % 4 == 3) {
+            ccr_breadcrumb_append(1, 1, turn_tag, strlen(turn_tag), text, strlen(text), NULL, 0);
+        } else if (i % 4 == 1) {
+            int64_t tenths = -1;
+            CHECK(ccr_breadcrumb_http("GET", 3, text, strlen(text), 200, 0, 1, "id", 2, NULL, 0, 0, NULL, 0, 0, 1000, &tenths) == 1
+                      && tenths > 0,
+                  "request turns: the http breadcrumb of turn %d not written (duration %lld)", i, (long long)tenths);
+        } else {
+            CHECK(ccr_breadcrumb_request(1, 1, turn_tag, strlen(turn_tag), text, strlen(text)) != 0, "request turns: no clock read");
+        }
         atomic_store(&turn, i + 1);
     }
     return NULL;
 }
-static void turns_across_rings(void) {
+static void turns_across_rings(int requests) {
+    const char *name = requests ? "request turns" : "turns";
     pthread_t a, b;
     atomic_store(&turn, 0);
+    requests_taking_turns = requests;
+    turn_tag = requests ? "rturns" : "turns";
+    uint64_t counter_before = atomic_load(&ccr_session->breadcrumb_order);
     pthread_create(&a, NULL, taking_turns, (void *)(intptr_t)0);
     pthread_create(&b, NULL, taking_turns, (void *)(intptr_t)1);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
+    uint64_t added = atomic_load(&ccr_session->breadcrumb_order) - counter_before;
+    CHECK(added == (uint64_t)(requests ? TURNS / 4 : TURNS), "%s: the counter moved by %llu", name, (unsigned long long)added);
     char path[700];
     snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
     FILE *out = tmpfile();
@@ -355,77 +377,24 @@ static void turns_across_rings(void) {
     rewind(out);
     char line[8192];
     int expected = 0, rings_seen[CCR_BREADCRUMB_RINGS] = {0};
+    // A turn's number: in the message of its "turns" breadcrumb, or of its http one (the route).
+    char ordinary[64];
+    snprintf(ordinary, sizeof ordinary, "\"tag\":\"%s\",\"message\":\"turn ", turn_tag);
+    const char *http = "\"tag\":\"http\",\"message\":\"GET turn ";
     while (fgets(line, sizeof line, out)) {
-        const char *m = strstr(line, "\"tag\":\"turns\",\"message\":\"turn ");
-        if (!m) continue;
-        int value = atoi(m + strlen("\"tag\":\"turns\",\"message\":\"turn "));
+        const char *m = strstr(line, ordinary), *h = strstr(line, http);
+        if (!m && !h) continue;
+        int value = m ? atoi(m + strlen(ordinary)) : atoi(h + strlen(http));
         const char *ring = strstr(line, "\"ring\":");
         if (ring) { int r = atoi(ring + 7); if (r >= 0 && r < CCR_BREADCRUMB_RINGS) rings_seen[r] = 1; }
-        CHECK(value == expected, "turns: turn %d listed where turn %d belongs", value, expected);
+        CHECK(value == expected, "%s: turn %d listed where turn %d belongs", name, value, expected);
         expected = value + 1;
     }
     fclose(out);
     int rings = 0;
     for (int r = 0; r < CCR_BREADCRUMB_RINGS; r++) rings += rings_seen[r];
-    CHECK(expected == TURNS, "turns: %d of %d exported", expected, TURNS);
-    CHECK(rings == 2, "turns: the two threads wrote to %d ring(s), not two of their own", rings);
-}
-
-// 9. The same turns with a server's request breadcrumbs (ccr_breadcrumb_request, and the http one
-//    with a start), which read the session's counter instead of adding to it (Decision 0058):
-//    three turns in four are request breadcrumbs, so most neighbours read the same counter and
-//    only their clock reads order them; every fourth is an ordinary append. The export lists all
-//    in the turns' order, and the request breadcrumbs left the counter as it was.
-static atomic_int request_turn;
-static void *taking_request_turns(void *argument) {
-    int me = (int)(intptr_t)argument;
-    char text[32];
-    for (int i = me; i < TURNS; i += 2) {
-        while (atomic_load(&request_turn) != i) {}
-        snprintf(text, sizeof text, "turn %d", i);
-        if (i % 4 == 3) {
-            ccr_breadcrumb_append(1, 1, "rturns", 6, text, strlen(text), NULL, 0);
-        } else if (i % 4 == 1) {
-            int64_t tenths = -1;
-            CHECK(ccr_breadcrumb_http("GET", 3, text, strlen(text), 200, 0, 1, "id", 2, NULL, 0, 0, NULL, 0, 0, 1000, &tenths) == 1
-                      && tenths > 0,
-                  "request turns: the http breadcrumb of turn %d not written (duration %lld)", i, (long long)tenths);
-        } else {
-            CHECK(ccr_breadcrumb_request(1, 1, "rturns", 6, text, strlen(text)) != 0, "request turns: no clock read");
-        }
-        atomic_store(&request_turn, i + 1);
-    }
-    return NULL;
-}
-static void request_turns_across_rings(void) {
-    pthread_t a, b;
-    atomic_store(&request_turn, 0);
-    uint64_t counter_before = atomic_load(&ccr_session->breadcrumb_order);
-    pthread_create(&a, NULL, taking_request_turns, (void *)(intptr_t)0);
-    pthread_create(&b, NULL, taking_request_turns, (void *)(intptr_t)1);
-    pthread_join(a, NULL);
-    pthread_join(b, NULL);
-    uint64_t added = atomic_load(&ccr_session->breadcrumb_order) - counter_before;
-    CHECK(added == TURNS / 4, "request turns: the counter moved by %llu for %d ordinary appends",
-          (unsigned long long)added, TURNS / 4);
-    char path[700];
-    snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
-    FILE *out = tmpfile();
-    ccr_session_export(path, fileno(out));
-    rewind(out);
-    char line[8192];
-    int expected = 0;
-    while (fgets(line, sizeof line, out)) {
-        // "rturns" breadcrumbs name the turn in their message; http ones as their route.
-        const char *m = strstr(line, "\"tag\":\"rturns\",\"message\":\"turn ");
-        const char *h = strstr(line, "\"tag\":\"http\",\"message\":\"GET turn ");
-        if (!m && !h) continue;
-        int value = m ? atoi(m + strlen("\"tag\":\"rturns\",\"message\":\"turn ")) : atoi(h + strlen("\"tag\":\"http\",\"message\":\"GET turn "));
-        CHECK(value == expected, "request turns: turn %d listed where turn %d belongs", value, expected);
-        expected = value + 1;
-    }
-    fclose(out);
-    CHECK(expected == TURNS, "request turns: %d of %d exported", expected, TURNS);
+    CHECK(expected == TURNS, "%s: %d of %d exported", name, expected, TURNS);
+    CHECK(rings == 2, "%s: the two threads wrote to %d ring(s), not two of their own", name, rings);
 }
 
 // 0. (Its own process: `residency`.) The first breadcrumb into the sparse session file costs the
@@ -465,8 +434,8 @@ int main(int argc, char **argv) {
     signal_during_append();           // the main thread claims a ring here
     exact_texts();                    // after: the last 500 of the main thread's ring
     documented_layout();
-    turns_across_rings();   // after: two new threads take the free rings
-    request_turns_across_rings();   // two more, once those have given theirs back
+    turns_across_rings(0);   // after: two new threads take the free rings
+    turns_across_rings(1);   // two more, once those have given theirs back
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }
