@@ -286,9 +286,12 @@ if arguments.count == 3, let mode = UploadMode(rawValue: arguments[1]) {
 if arguments.count == 3, let bug = CorpusBug(rawValue: arguments[1]) {
     runCorpusBug(bug, reportsDirectory: arguments[2])
 }
+if arguments.count == 3, arguments[1] == "request-breadcrumb-order" {
+    runRequestBreadcrumbOrder(reportsDirectory: arguments[2])
+}
 guard arguments.count == 3, let fixture = Fixture(rawValue: arguments[1]) else {
     let names = (Fixture.allCases.map(\.rawValue) + LifecycleMode.allCases.map(\.rawValue) + HangMode.allCases.map(\.rawValue) + UploadMode.allCases.map(\.rawValue)
-                 + CorpusBug.allCases.map(\.rawValue)).joined(separator: "\n  ")
+                 + CorpusBug.allCases.map(\.rawValue) + ["request-breadcrumb-order"]).joined(separator: "\n  ")
     FileHandle.standardError.write(Data("usage: CrashFixture <fixture> <reports-directory>\nfixtures:\n  \(names)\n".utf8))
     exit(2)
 }

@@ -459,6 +459,32 @@ struct HandlerFailureTests {
                 "\(faultedStack)")
     }
 
+    @Test("a request's screen view and http breadcrumb, which take no add on the session's counter, are listed in the order things happened on two threads with rings of their own",
+          arguments: BuildConfiguration.allCases)
+    func requestBreadcrumbsInOrderAcrossThreads(_ configuration: BuildConfiguration) throws {
+        // CrashFixture request-breadcrumb-order: two fresh threads take turns (semaphore handoffs):
+        // a request begun on one, an ordinary breadcrumb on the other, the request ended, the same
+        // the other way round; then two overlapping requests, whose four breadcrumbs read the same
+        // counter and are ordered by their clock reads alone (Decision 0058).
+        let run = try FixtureRun.run("request-breadcrumb-order", configuration)
+        #expect(run.exitStatus == 0, "\(run.standardError)")
+        let lines = run.standardOutput.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        let listed = lines.map { "\($0.count > 1 ? $0[1] : "") \($0.count > 2 ? $0[2] : "")" }
+        #expect(listed == [
+            "screen /order/0", " /order ordinary 1", "http GET /order/0 200", " /order ordinary 3",
+            "screen /order/4", " /order ordinary 5", "http GET /order/4 200",
+            "screen /order/7", "screen /order/8", "http GET /order/7 200", "http GET /order/8 200",
+        ], "\(run.standardOutput)")
+        // The threads' own rings (in one shared ring the slots' order alone would list them right):
+        // thread 0 wrote steps 0, 2, 5, 7, 9; thread 1 steps 1, 3, 4, 6, 8, 10.
+        let rings = lines.map { $0.first.flatMap { Int($0) } ?? -1 }
+        if rings.count == 11 {
+            let first = Set([0, 2, 5, 7, 9].map { rings[$0] }), second = Set([1, 3, 4, 6, 8, 10].map { rings[$0] })
+            #expect(first.count == 1 && second.count == 1 && first != second && !first.contains(0) && !second.contains(0),
+                    "rings \(rings)")
+        }
+    }
+
     @Test("the handler's calls into libc were bound at install: the dynamic linker binds nothing after the crash (LD_DEBUG=bindings)",
           arguments: BuildConfiguration.allCases)
     func noLazyBindingInTheHandler(_ configuration: BuildConfiguration) throws {

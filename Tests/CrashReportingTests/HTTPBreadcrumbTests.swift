@@ -2,7 +2,7 @@
 // in C from a stack buffer when it fits (ccr_breadcrumb_http), it must give the breadcrumb the
 // Swift writer gives for the same request.
 import CrashReportModel
-@_spi(ServerIntegrations) import CrashReporting
+import CrashReporting
 import Foundation
 import Testing
 
@@ -84,67 +84,6 @@ extension InProcessSession {
             #expect(ours[0].message == "GET /users/:id 200" && ours[0].level == "info")
             #expect(ours[0].metadata == ["method": "GET", "route": "/users/:id", "status": "200", "duration_ms": "12.3",
                                          "request_id": "9F2C6A1E-53B4-4C7A-9D3E-0B5F1A2C3D4E"])
-        }
-
-        /// Two threads taking turns (`requestBreadcrumbsInOrderAcrossThreads`): step i runs on thread
-        /// `owners[i]` once step i - 1 signalled it.
-        final class Turns: @unchecked Sendable {
-            static let owners = [0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1]
-            let mark = String(UUID().uuidString.prefix(8))
-            let turns = owners.map { _ in DispatchSemaphore(value: 0) }
-            let done = DispatchSemaphore(value: 0)
-            var tokens: [Int: (token: CrashReporter.RequestToken, route: String)] = [:]   // each thread its own key
-            var written: [Bool] = []
-            let lock = NSLock()
-
-            func run(_ me: Int) {
-                for (index, owner) in Self.owners.enumerated() where owner == me {
-                    turns[index].wait()
-                    switch index {
-                    case 0, 4, 7, 8:   // a request begins, its route as the screen view
-                        let route = "/\(mark)/\(index)"
-                        let token = Array("id".utf8).withUnsafeBufferPointer {
-                            CrashReporter.beginRequest(method: "GET", route: route, requestIDUTF8: $0, traceID: "", routeAsScreenView: true)
-                        }
-                        lock.withLock { tokens[me] = (token, route) }
-                    case 2, 6, 9, 10:   // it ends
-                        let (token, route) = lock.withLock { tokens[me]! }
-                        CrashReporter.endRequest(token)
-                        let fromStack = Array("id".utf8).withUnsafeBufferPointer {
-                            CrashReporter.logHTTPRequest(method: "GET", route: route, status: 200, durationTenthsOfMillisecond: 0,
-                                                         requestIDUTF8: $0, startedNanoseconds: token.startedNanoseconds)
-                        }
-                        lock.withLock { written.append(fromStack) }
-                    default:
-                        CrashReporter.log("\(mark) ordinary \(index)")
-                    }
-                    if index + 1 < turns.count { turns[index + 1].signal() } else { done.signal() }
-                }
-            }
-        }
-
-        @Test("a request's screen view and http breadcrumb, which take no add on the session's counter, are listed in the order things happened across two threads")
-        func requestBreadcrumbsInOrderAcrossThreads() throws {
-            try SharedReporter.start()
-            // Each turn handed over through a semaphore (a happens-before edge, as a request handed
-            // from one event loop to another): a request begun on one thread, an ordinary
-            // breadcrumb on the other, the request ended, and the same the other way round; then
-            // two requests that overlap, with no ordinary breadcrumb between their four, which
-            // read the same counter and are ordered by their clock reads alone.
-            let turns = Turns()
-            let threads = [Thread { turns.run(0) }, Thread { turns.run(1) }]
-            threads.forEach { $0.start() }
-            turns.turns[0].signal()
-            turns.done.wait()
-            let mark = turns.mark
-            #expect(turns.written == [true, true, true, true])
-            let crumbs = try #require(CrashReporter.contextSnapshot()?.breadcrumbs)
-            let ours = crumbs.filter { $0.message.contains(mark) }.map { "\($0.tag.isEmpty ? "-" : $0.tag) \($0.message)" }
-            #expect(ours == [
-                "screen /\(mark)/0", "- \(mark) ordinary 1", "http GET /\(mark)/0 200", "- \(mark) ordinary 3",
-                "screen /\(mark)/4", "- \(mark) ordinary 5", "http GET /\(mark)/4 200",
-                "screen /\(mark)/7", "screen /\(mark)/8", "http GET /\(mark)/7 200", "http GET /\(mark)/8 200",
-            ], "\(ours)")
         }
 
         @Test("every ASCII character and six others, at every position of each text, read back as it was written, from the stack buffer")

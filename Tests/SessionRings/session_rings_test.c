@@ -332,17 +332,18 @@ static void documented_layout(void) {
 //    with a start), which read the session's counter instead of adding to it (Decision 0058):
 //    three turns in four are request breadcrumbs, so most neighbours read the same counter and
 //    only their clock reads order them; every fourth is an ordinary append. The request
-//    breadcrumbs leave the counter as it was.
+//    breadcrumbs leave the counter as it was. Then again with the clock taken for one that can
+//    repeat a value (ccr_session_test_coarse_request_clock): request breadcrumbs take the add.
 enum { TURNS = 200 };
 static atomic_int turn;
-static int requests_taking_turns;   // 8: 0, 9: 1
-static const char *turn_tag;        // 8: "turns", 9: "rturns" (the export still holds 8's)
+static int requests_taking_turns;   // 8: 0, 9: 1 and 2
+static const char *turn_tag;        // "turns", "rturns", "cturns": the export still holds the earlier runs
 static void *taking_turns(void *argument) {
     int me = (int)(intptr_t)argument;
     char text[32];
     for (int i = me; i < TURNS; i += 2) {
         while (atomic_load(&turn) != i) {}
-        snprintf(text, sizeof text, "turn %d", i);
+        snprintf(text, sizeof text, "%s %d", turn_tag, i);
         if (!requests_taking_turns || i % 4 == 3) {
             ccr_breadcrumb_append(1, 1, turn_tag, strlen(turn_tag), text, strlen(text), NULL, 0);
         } else if (i % 4 == 1) {
@@ -357,19 +358,22 @@ static void *taking_turns(void *argument) {
     }
     return NULL;
 }
-static void turns_across_rings(int requests) {
-    const char *name = requests ? "request turns" : "turns";
+/// mode 0: ordinary appends; 1: request breadcrumbs; 2: the same with a clock that may repeat.
+static void turns_across_rings(int mode) {
+    const char *names[] = {"turns", "request turns", "request turns, coarse clock"}, *tags[] = {"turns", "rturns", "cturns"};
+    const char *name = names[mode];
     pthread_t a, b;
     atomic_store(&turn, 0);
-    requests_taking_turns = requests;
-    turn_tag = requests ? "rturns" : "turns";
+    requests_taking_turns = mode != 0;
+    turn_tag = tags[mode];
+    if (mode == 2) ccr_session_test_coarse_request_clock();
     uint64_t counter_before = atomic_load(&ccr_session->breadcrumb_order);
     pthread_create(&a, NULL, taking_turns, (void *)(intptr_t)0);
     pthread_create(&b, NULL, taking_turns, (void *)(intptr_t)1);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     uint64_t added = atomic_load(&ccr_session->breadcrumb_order) - counter_before;
-    CHECK(added == (uint64_t)(requests ? TURNS / 4 : TURNS), "%s: the counter moved by %llu", name, (unsigned long long)added);
+    CHECK(added == (uint64_t)(mode == 1 ? TURNS / 4 : TURNS), "%s: the counter moved by %llu", name, (unsigned long long)added);
     char path[700];
     snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
     FILE *out = tmpfile();
@@ -377,10 +381,10 @@ static void turns_across_rings(int requests) {
     rewind(out);
     char line[8192];
     int expected = 0, rings_seen[CCR_BREADCRUMB_RINGS] = {0};
-    // A turn's number: in the message of its "turns" breadcrumb, or of its http one (the route).
-    char ordinary[64];
-    snprintf(ordinary, sizeof ordinary, "\"tag\":\"%s\",\"message\":\"turn ", turn_tag);
-    const char *http = "\"tag\":\"http\",\"message\":\"GET turn ";
+    // A turn's number: in the message of its breadcrumb, or of its http one (the route).
+    char ordinary[64], http[64];
+    snprintf(ordinary, sizeof ordinary, "\"tag\":\"%s\",\"message\":\"%s ", turn_tag, turn_tag);
+    snprintf(http, sizeof http, "\"tag\":\"http\",\"message\":\"GET %s ", turn_tag);
     while (fgets(line, sizeof line, out)) {
         const char *m = strstr(line, ordinary), *h = strstr(line, http);
         if (!m && !h) continue;
@@ -436,6 +440,7 @@ int main(int argc, char **argv) {
     documented_layout();
     turns_across_rings(0);   // after: two new threads take the free rings
     turns_across_rings(1);   // two more, once those have given theirs back
+    turns_across_rings(2);   // last: the clock's check stays off
     printf("%s: %d failure(s)\n", failures ? "session rings FAILED" : "session rings passed", failures);
     return failures ? 1 : 0;
 }

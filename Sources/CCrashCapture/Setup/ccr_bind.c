@@ -6,12 +6,16 @@
 // capture's work before the sync was ~11 µs shorter with LD_BIND_NOW, tools/bench-capture).
 // Each call here has no effect: a query, a local buffer, a descriptor of -1. Only calls no
 // sandbox refuses by killing the process: the system calls here are ones libc and this library
-// make at start anyway. Not called here, and bound by their use at start or left to the crash:
-// open, mkdir, rename, fdatasync, nanosleep, execve, clone, alarm, __stack_chk_fail.
+// make at start anyway (open, mkdir, rename and fdatasync included: start creates its folders,
+// opens and syncs the record file, renames). Not called: nanosleep, execve (a sandbox may refuse
+// them by killing), clone, alarm (no call without effect; a forked child's watchdog only),
+// __stack_chk_fail. On CrashReporter.start's path this runs on the table's thread, after the
+// handler is installed: a crash in between binds as before.
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -52,6 +56,11 @@ void ccr_bind_crash_calls(void) {
     (void)read(-1, b, 0);
     (void)write(-1, a, 0);
     (void)close(-1);
+    (void)fdatasync(-1);
     (void)poll(NULL, 0, 0);
+    // Refused: an empty path.
+    (void)open("", O_RDONLY | O_CLOEXEC);
+    (void)mkdir("", 0700);
+    (void)rename("", "");
     errno = saved_errno;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "CCrashCapture.h"
 #include "../CrashTime/ccr_crashtime.h"
 #include "ccr_setup.h"
 #include "ccr_state.h"
@@ -263,6 +264,18 @@ int ccr_libunwind_wait_deferred(int max_ms) {
 }
 
 int ccr_libunwind_load_deferred(char *error, size_t capacity) {
+    int loaded = ccr_libunwind_load_deferred_unpublished(error, capacity);
+    ccr_libunwind_publish_deferred(loaded);
+    return loaded;
+}
+
+void ccr_libunwind_publish_deferred(int loaded) {
+    int pending = CCR_UNWIND_PENDING;
+    atomic_compare_exchange_strong_explicit(&ccr_global.unwind.state, &pending, loaded == 0 ? CCR_UNWIND_READY : CCR_UNWIND_FAILED,
+                                            memory_order_release, memory_order_relaxed);
+}
+
+int ccr_libunwind_load_deferred_unpublished(char *error, size_t capacity) {
     ccr_libunwind *u = &ccr_global.unwind;
     if (atomic_load(&u->state) != CCR_UNWIND_PENDING) {
         snprintf(error, capacity, "libunwind: no deferred load is pending");
@@ -278,7 +291,6 @@ int ccr_libunwind_load_deferred(char *error, size_t capacity) {
     // The module table, deferred with the load: made now, so that it lists libunwind too and the
     // crash-time walk finds the loader's list unchanged.
     ccr_modules_record();
-    atomic_store_explicit(&u->state, loaded == 0 ? CCR_UNWIND_READY : CCR_UNWIND_FAILED, memory_order_release);
     return loaded;
 }
 

@@ -1,7 +1,7 @@
 // Writers of the session file (app threads) and its reader for the next launch.
 // Breadcrumbs: lock-free rings with a sequence number per slot. The first threads to log each take
 // a ring of their own and append with plain stores; the others share ring 0 (one fetch_add per
-// append). Readers merge the rings by timestamp.
+// append). Readers merge the rings by each breadcrumb's order (Decision 0058), not by timestamp.
 // Keys and user id: writers serialise on a mutex (never taken at crash time); each slot still
 // carries a sequence number so a reader of a dead process's file skips a half-written slot.
 #include <errno.h>
@@ -46,7 +46,7 @@ static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 /// ~7 (measured here, 20 M calls each). Resolved by ccr_session_open, checked against
 /// clock_gettime once; clock_gettime itself when there is no vDSO.
 typedef int (*clock_function)(clockid_t, struct timespec *);
-static clock_function coarse_clock = clock_gettime;
+static _Atomic(clock_function) coarse_clock = clock_gettime;   // relaxed: set once, read by loggers
 
 static void resolve_coarse_clock(void) {
     void *vdso = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -55,10 +55,12 @@ static void resolve_coarse_clock(void) {
     struct timespec ours, theirs;
     if (candidate && candidate(CLOCK_REALTIME_COARSE, &ours) == 0 && clock_gettime(CLOCK_REALTIME_COARSE, &theirs) == 0
         && ours.tv_sec >= theirs.tv_sec - 1 && ours.tv_sec <= theirs.tv_sec + 1) {
-        coarse_clock = candidate;
+        atomic_store_explicit(&coarse_clock, candidate, memory_order_relaxed);
     }
     // The vDSO stays mapped for the life of the process; the handle needs no dlclose.
 }
+
+static void check_request_clock(void);
 
 int ccr_session_open(const char *path, const char *session_id, const char *app_id, const char *app_version,
                      char *error, size_t capacity) {
@@ -118,6 +120,7 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
     // fork before the first breadcrumb must find them too).
     pthread_once(&ring_key_once, make_ring_key);
     resolve_coarse_clock();
+    check_request_clock();
     strncpy(session_path, path, sizeof session_path - 1);
     session_fd = fd;
     ccr_session = s;
@@ -233,7 +236,7 @@ static inline __attribute__((always_inline)) void fill_slot(ccr_breadcrumb_slot 
     // The coarse clock: ~7 ns instead of ~40 ns here, at the resolution of the kernel tick (4 ms
     // on Debian's kernels). It is the time shown; the order is `order`'s.
     struct timespec now;
-    coarse_clock(CLOCK_REALTIME_COARSE, &now);
+    atomic_load_explicit(&coarse_clock, memory_order_relaxed)(CLOCK_REALTIME_COARSE, &now);
     slot->timestamp_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
     slot->level = level;
     slot->kind = kind;
@@ -266,8 +269,32 @@ static inline uint64_t claim_own_index(_Atomic uint64_t *next) {
 /// ccr_request_clock_ns reads, so a request's start taken here is its start in the table too.
 static inline uint64_t monotonic_ns(void) {
     struct timespec now;
-    if (coarse_clock(CLOCK_MONOTONIC, &now) != 0) return 0;
+    if (atomic_load_explicit(&coarse_clock, memory_order_relaxed)(CLOCK_MONOTONIC, &now) != 0) return 0;
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/// Whether request breadcrumbs may be ordered by their clock reads (Decision 0058): set at
+/// session open when 64 reads of CLOCK_MONOTONIC in a row all differ. A clock whose step is
+/// longer than one read (Hyper-V's 100 ns reference page, an arm64 timer at 24 MHz, acpi_pm)
+/// could give two request breadcrumbs on either side of a handoff the same value; there, request
+/// breadcrumbs take the counter's add as every other append does.
+static _Atomic int clock_orders_requests;
+
+static void check_request_clock(void) {
+    uint64_t previous = monotonic_ns();
+    for (int i = 0; i < 64; i++) {
+        uint64_t now = monotonic_ns();
+        if (now <= previous) {
+            atomic_store_explicit(&clock_orders_requests, 0, memory_order_relaxed);
+            return;
+        }
+        previous = now;
+    }
+    atomic_store_explicit(&clock_orders_requests, 1, memory_order_relaxed);
+}
+
+void ccr_session_test_coarse_request_clock(void) {
+    atomic_store_explicit(&clock_orders_requests, 0, memory_order_relaxed);
 }
 
 /// `request_ns` 0: an ordinary append, ordered by an atomic add on the session's counter. Else a
@@ -305,7 +332,7 @@ static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t 
     // the cores serving requests twice a request. Its 2c falls after every add it saw (2n + 1 for
     // n < c) and before every add that sees it (2n + 1 for n >= c); between request breadcrumbs
     // of one c, the monotonic clock, which Linux keeps from going back across CPUs, decides.
-    if (request_ns == 0) {
+    if (request_ns == 0 || !atomic_load_explicit(&clock_orders_requests, memory_order_relaxed)) {
         slot->order = 2 * atomic_fetch_add_explicit(&s->breadcrumb_order, 1, memory_order_relaxed) + 1;
     } else {
         slot->order = 2 * atomic_load_explicit(&s->breadcrumb_order, memory_order_relaxed);
@@ -393,7 +420,7 @@ static void http_quoted(http_text *t, const char *text, size_t n) {
     HTTP_LITERAL(t, "\"");
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0;
-    while (i < n) {
+    while (i < n && t->used <= t->capacity) {   // stops once the buffer is known to be too small
         size_t run = plain_run(s, i, n);
         http_bytes(t, text + i, run - i);
         if (run == n) break;

@@ -97,14 +97,19 @@ typedef struct ccr_session_file {
     _Atomic uint64_t user_seq;
     uint16_t user_id_length;
     char user_id[CCR_USER_ID_MAX];
-    /// Breadcrumbs ever appended to the session, over all rings (version 5): each append takes its
-    /// `order` here with one atomic add, so the merged order is the order of the appends, as any
-    /// synchronisation between the threads (a lock, a queue, a request answered) saw it. Its own
-    /// cache line: the only line every logging thread writes.
+    /// Breadcrumbs ever appended to the session, over all rings, but a server's request
+    /// breadcrumbs (version 5; version 6, Decision 0058): each append takes its `order` from here
+    /// with one atomic add, and a request breadcrumb reads it, so the merged order is the order
+    /// of the appends, as any synchronisation between the threads (a lock, a queue, a request
+    /// answered) saw it. Its own cache line: the only line every logging thread writes.
     _Alignas(64) _Atomic uint64_t breadcrumb_order;
     _Alignas(64) ccr_key_slot keys[CCR_KEY_CAPACITY];
     ccr_breadcrumb_ring rings[CCR_BREADCRUMB_RINGS];
 } ccr_session_file;
+
+/// Tests: request breadcrumbs take the counter's add, as on a host whose CLOCK_MONOTONIC repeats
+/// a value (ccr_session.c check_request_clock).
+void ccr_session_test_coarse_request_clock(void);
 
 /// The mapped session file of this process, or NULL before install.
 extern ccr_session_file *_Nullable ccr_session;

@@ -65,6 +65,11 @@ int ccr_crash_started(void);
 /// a message in `error` (crashes then record frame-pointer stacks). Call once, off the app's
 /// thread; not async-signal-safe.
 int ccr_libunwind_load_deferred(char *error, size_t error_capacity);
+/// `ccr_libunwind_load_deferred` in two steps, for a caller that reports a failure before a crash
+/// may go on without libunwind: the load, whose result a crash keeps waiting for (at most 50 ms)
+/// until `ccr_libunwind_publish_deferred(result)`.
+int ccr_libunwind_load_deferred_unpublished(char *error, size_t error_capacity);
+void ccr_libunwind_publish_deferred(int loaded);
 
 /// Waits (at most `max_ms`) until a deferred libunwind load and module table are done; 1 when
 /// libunwind is ready. For tests that change the loaded libraries "after start's table".
@@ -201,8 +206,9 @@ int ccr_breadcrumb_http(const char *_Nullable method, size_t method_length, cons
 /// A server request's breadcrumb (the middlewares' screen view as a request starts), appended as
 /// ccr_breadcrumb_append appends it, but ordered without an atomic add on the session's counter:
 /// it reads the counter and CLOCK_MONOTONIC, and comes after every breadcrumb that happened before
-/// it and before every one that happened after it (Decision 0058). Returns that clock read (the
-/// request's start, for ccr_request_begin and ccr_breadcrumb_http).
+/// it and before every one that happened after it (Decision 0058, which says where that does not
+/// hold: a clock that repeats values, where the add is taken instead; the shared ring 0). Returns
+/// that clock read (the request's start, for ccr_request_begin and ccr_breadcrumb_http).
 uint64_t ccr_breadcrumb_request(uint8_t level, uint8_t kind, const char *_Nullable tag, size_t tag_length,
                                 const char *_Nullable message, size_t message_length);
 /// Sets (length > 0) or clears (length 0) the user id. Not async-signal-safe: takes a mutex.

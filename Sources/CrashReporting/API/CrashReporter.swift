@@ -341,9 +341,14 @@ public enum CrashReporter {
             warn("\(message); a crash handler that stalls will not be finished by the watchdog")
         }
         defer { ccr_watchdog_wait_started(100) }   // its name published; after the load, which a crash waits for
-        guard ccr_libunwind_load_deferred(&errorBuffer, errorBuffer.count) != 0 else { return }
-        let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        warn("\(message); crash stacks are walked by frame pointers only")
+        // A failure is said before it is published: a crash waiting for the load then goes on
+        // with frame pointers, and may end the process at once.
+        let loaded = ccr_libunwind_load_deferred_unpublished(&errorBuffer, errorBuffer.count)
+        if loaded != 0 {
+            let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            warn("\(message); crash stacks are walked by frame pointers only")
+        }
+        ccr_libunwind_publish_deferred(loaded)
     }
 
     /// Test knob for the integration tests of the handler's own failure paths; read once, here.
