@@ -402,16 +402,13 @@ static inline size_t plain_run(const unsigned char *s, size_t i, size_t n) {
 
 #define HTTP_LITERAL(t, literal) http_bytes((t), (literal), sizeof(literal) - 1)
 
+/// The writer's digits (ccr_format_uint), with a sign.
 static void http_decimal(http_text *t, int64_t value) {
-    char digits[24];
-    uint64_t magnitude = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
-    size_t i = sizeof digits;
-    do {
-        digits[--i] = (char)('0' + magnitude % 10);
-        magnitude /= 10;
-    } while (magnitude);
-    if (value < 0) digits[--i] = '-';
-    http_bytes(t, digits + i, sizeof digits - i);
+    char digits[21];
+    size_t n = 0;
+    if (value < 0) digits[n++] = '-';
+    n += ccr_format_uint(digits + n, value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value);
+    http_bytes(t, digits, n);
 }
 
 /// A JSON string: quotes, backslashes and bytes below 0x20 escaped as RecordLine.appendQuoted
