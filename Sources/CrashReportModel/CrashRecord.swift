@@ -171,6 +171,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         /// (nil: none, its own system calls made them), and how many of those faulted.
         public var copyChecks: Int? = nil
         public var copyCheckFaults: Int? = nil
+        /// The crashing thread's walk: how many of libunwind's look-ups of the object an address is
+        /// in were answered from the module table instead of the loader's dl_iterate_phdr (nil: none).
+        public var tableLookups: Int? = nil
     }
 
     public struct Module: Sendable, Equatable, Codable {
@@ -655,7 +658,8 @@ extension CrashRecord {
                 depthIsLowerBound: line["depth_is_lower_bound"] as? Bool ?? false,
                 unwindError: line["unwind_error"] as? Int,
                 copyChecks: line["copy_checks"] as? Int,
-                copyCheckFaults: line["copy_check_faults"] as? Int)
+                copyCheckFaults: line["copy_check_faults"] as? Int,
+                tableLookups: line["table_lookups"] as? Int)
             if otherThreads.isEmpty { stack = parsed } else { otherThreads[otherThreads.count - 1].stack = parsed }
         case .threads:
             threadsSummary = ThreadsSummary(

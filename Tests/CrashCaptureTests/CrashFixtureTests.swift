@@ -459,6 +459,36 @@ struct HandlerFailureTests {
                 "\(faultedStack)")
     }
 
+    @Test("libunwind's look-ups in the crashing thread's walk come from the module table: the same stack as through the loader's dl_iterate_phdr",
+          arguments: BuildConfiguration.allCases)
+    func unwindLookupsFromTable(_ configuration: BuildConfiguration) throws {
+        func crash(_ knob: String?) throws -> (CrashRecord, [SymbolizedFrame]) {
+            var environment = ["CRASH_FIXTURE_STEADY_STATE": "1"]
+            if let knob { environment["CRASH_REPORTING_TEST_MISBEHAVIOUR"] = knob }
+            let run = try FixtureRun.run("deep-stack", configuration, environment: environment)
+            #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
+            let record = try run.onlyRecord()
+            #expect(record.hasEnd && record.problems.isEmpty, "\(record.problems)")
+            return (record, try LLVMSymbolizer.symbolize(record))
+        }
+        let (table, tableFrames) = try crash(nil)
+        let tableStack = try #require(table.stack)
+        #expect(tableStack.unwinder == "libunwind" && tableStack.unwindError == nil, "\(tableStack)")
+        #expect((tableStack.tableLookups ?? 0) > 0, "\(tableStack)")
+        let (loader, loaderFrames) = try crash("unwind-lookups-by-loader")
+        let loaderStack = try #require(loader.stack)
+        #expect(loaderStack.tableLookups == nil && loaderStack.unwinder == "libunwind", "\(loaderStack)")
+        // The deep-stack fixture's whole walk (a 50-frame record of a 70-frame stack): the same
+        // depth, frames, outermost frames and functions both ways.
+        #expect(tableStack.depth == loaderStack.depth && tableStack.depth > 50, "\(tableStack) \(loaderStack)")
+        #expect(table.frames.count == loader.frames.count && table.outerFrames.count == loader.outerFrames.count)
+        #expect(tableFrames.map { $0.locations.map(\.function) } == loaderFrames.map { $0.locations.map(\.function) })
+        func offsets(_ record: CrashRecord, _ frames: [CrashRecord.Frame]) -> [UInt64?] {
+            frames.map { frame in record.module(containing: frame.lookupAddress).map { frame.address.value &- $0.bias.value } }
+        }
+        #expect(offsets(table, table.outerFrames) == offsets(loader, loader.outerFrames))
+    }
+
     @Test("a request's screen view and http breadcrumb, which take no add on the session's counter, are listed in the order things happened on two threads with rings of their own",
           arguments: BuildConfiguration.allCases)
     func requestBreadcrumbsInOrderAcrossThreads(_ configuration: BuildConfiguration) throws {
@@ -520,15 +550,27 @@ struct HandlerFailureTests {
     @Test("a crash while another thread holds the loader lock does not hang", arguments: BuildConfiguration.allCases)
     func loaderLockHeld(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("loader-lock-held", configuration)
-        // libunwind waits for the loader lock; the watchdog finishes the record and ends the process
-        // by its signal. A hang would last until FixtureRun's kill (SIGKILL). No bound on the
-        // time: load moves it.
+        // Right after start: libunwind's deferred load waits for the loader lock, so the handler
+        // waits for it at most 50 ms and walks by frame pointers. A hang would last until
+        // FixtureRun's kill (SIGKILL). No bound on the time: load moves it.
         #expect(run.terminatedBySignal == SIGSEGV, "took \(run.elapsed)")
         let record = try run.onlyRecord()
         #expect(record.hasEnd)
         #expect(record.frames.first?.address == record.registers["rip"])
         let frames = try LLVMSymbolizer.symbolize(record)
         #expect(frames[0].mentions("cfs_write_null_pointer"))
+        // Steady state: libunwind was loaded before the lock was taken. Its look-ups of the object
+        // an address is in come from the module table, not the loader (Decision 0059), so the
+        // handler's own walk completes; it used to wait for the lock until the watchdog finished
+        // the record by frame pointers.
+        let steady = try FixtureRun.run("loader-lock-held", configuration, environment: ["CRASH_FIXTURE_STEADY_STATE": "1"])
+        #expect(steady.terminatedBySignal == SIGSEGV, "took \(steady.elapsed)")
+        let steadyRecord = try steady.onlyRecord()
+        #expect(steadyRecord.hasEnd && steadyRecord.problems.isEmpty, "\(steadyRecord.problems)")
+        let stack = try #require(steadyRecord.stack)
+        #expect(stack.unwinder == "libunwind" && (stack.tableLookups ?? 0) > 0, "\(stack)")
+        _ = checkOrder(["cfs_write_null_pointer", "level5", "level4", "level3", "level2", "level1"],
+                       in: try LLVMSymbolizer.symbolize(steadyRecord))
     }
 }
 

@@ -74,6 +74,13 @@ long ccr_unwind_syscall(long number, ...);   // x86_64's libunwind writes the pa
 ssize_t ccr_unwind_write(int fd, const void *buffer, size_t count);   // aarch64's with write()
 /// The crashing thread's last walk: checks made by guarded copies, and how many of them faulted.
 void ccr_unwind_copy_checks(int *checks, int *faults);
+/// libunwind's dl_iterate_phdr slot points here (Setup/ccr_libunwind.c): in a walk of ours in a
+/// handler, the objects come from the module table written for the record, without the loader's
+/// lock; elsewhere it is libc's. Async-signal-safe in a handler's walk.
+struct dl_phdr_info;
+int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
+/// How many of the crashing thread's walk's look-ups were answered from the table.
+int ccr_unwind_table_lookups(void);
 /// 0 when libunwind's memory-check pipe, found at load, is no longer that pipe (closed, or another
 /// file under its numbers): libunwind is then not used, since it would read from, close and write
 /// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).
@@ -139,9 +146,11 @@ int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scr
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 /// `step_error`: libunwind's error when a step failed (written as `unwind_error`), else 0.
 /// `copy_checks` (> 0: written): libunwind's memory checks made by guarded copies in the crashing
-/// thread's walk, `copy_check_faults` of them faulted (ccr_unwind_mincore).
+/// thread's walk, `copy_check_faults` of them faulted (ccr_unwind_mincore); `table_lookups` (> 0:
+/// written): its look-ups of the object an address is in answered from the module table
+/// (ccr_unwind_dl_iterate_phdr).
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error,
-                            int copy_checks, int copy_check_faults);
+                            int copy_checks, int copy_check_faults, int table_lookups);
 /// The install-time module table (dl_iterate_phdr at start).
 void ccr_record_write_modules(ccr_writer *w);
 /// One line per request in flight (Shared/ccr_requests.h), then a summary line when there were

@@ -464,7 +464,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     if (kept < 0) {
         kept = ccr_unwind_frame_pointers_from(c->pc, c->sp, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
-        ccr_record_write_stack(w, ccr_libunwind_fallback_reason(), kept, depth, 0, 0, 0, 0);
+        ccr_record_write_stack(w, ccr_libunwind_fallback_reason(), kept, depth, 0, 0, 0, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
         const uintptr_t *outer = NULL;
@@ -477,7 +477,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         int copy_checks = 0, copy_check_faults = 0;
         ccr_unwind_copy_checks(&copy_checks, &copy_check_faults);
         ccr_record_write_stack(w, step_error ? "libunwind+frame-pointer" : "libunwind", kept, depth, lower_bound, step_error,
-                               copy_checks, copy_check_faults);
+                               copy_checks, copy_check_faults, ccr_unwind_table_lookups());
     }
     ccr_threads_write(w, tid, started);   // every other thread, after the crashing one
 

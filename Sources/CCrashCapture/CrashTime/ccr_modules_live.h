@@ -11,12 +11,17 @@
 
 /// One node of the loader's list as `start` saw it: its address and the fields the crash-time walk
 /// compares (bias, name pointer, dynamic section), and the install-time table's entry for it.
+/// The entry's build-id (where it is in memory, and its bytes) is copied here too: the crash reads
+/// these nodes one after another, where the entries are ~600 bytes apart, two cold lines each.
 typedef struct ccr_link_node {
     uintptr_t address;
     uintptr_t l_addr;
     uintptr_t l_name;
     uintptr_t l_ld;
+    uintptr_t build_id_address;
     int module;                   // index in ccr_global.modules
+    uint8_t build_id_length;
+    uint8_t build_id[CCR_BUILD_ID_MAX];
 } ccr_link_node;
 
 /// Whether the install-time entry `m` is the object the loader describes with this bias, name
@@ -68,7 +73,13 @@ void ccr_notes_find_build_id(const uint8_t *notes, size_t size, size_t alignment
 typedef struct ccr_text_range {
     uintptr_t start;
     uintptr_t end;
+    int module;   // its entry's index in the table the ranges were sorted from
 } ccr_text_range;
+
+/// The table written for the current record (see ccr_modules_written) in `*table` and `*count`,
+/// and the index in it of the module whose executable segments hold `address`, or -1 (a binary
+/// search over the table's sorted ranges). Async-signal-safe.
+int ccr_modules_lookup_table(uintptr_t address, const ccr_module **table, int *count);
 
 /// Whether `address` is in a module's executable segments, in the table written for the current
 /// record (else the install-time table): a binary search over ranges sorted when the table was

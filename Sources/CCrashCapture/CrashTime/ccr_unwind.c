@@ -5,9 +5,12 @@
 #include <libunwind.h>
 
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -58,17 +61,32 @@ static int ends_with(const char *text, const char *suffix) {
     return 1;
 }
 
-static void find_concurrency_module(void) {
-    concurrency_start = concurrency_end = 0;
-    const ccr_module *table = NULL;
-    int count = ccr_modules_written(&table);
+/// libswift_Concurrency.so's range in `table`, or 0 and 0.
+static void scan_for_concurrency(const ccr_module *table, int count, uintptr_t *start, uintptr_t *end) {
+    *start = *end = 0;
     for (int i = 0; i < count && table != NULL; i++) {
         if (ends_with(table[i].path, "/libswift_Concurrency.so")) {
-            concurrency_start = table[i].start;
-            concurrency_end = table[i].end;
+            *start = table[i].start;
+            *end = table[i].end;
             return;
         }
     }
+}
+
+// Its range in start's table, found with that table (ccr_unwind_prefault): the crash's table is
+// start's in nearly every crash, and the scan reads each entry's path, ~600 bytes apart, all cold.
+static uintptr_t install_concurrency_start, install_concurrency_end;
+static _Atomic int install_concurrency_modules = -1;   // start's module count when found, -1 while none
+
+static void find_concurrency_module(void) {
+    const ccr_module *table = NULL;
+    int count = ccr_modules_written(&table);
+    if (table == ccr_global.modules && atomic_load_explicit(&install_concurrency_modules, memory_order_acquire) == count) {
+        concurrency_start = install_concurrency_start;
+        concurrency_end = install_concurrency_end;
+        return;
+    }
+    scan_for_concurrency(table, count, &concurrency_start, &concurrency_end);
 }
 
 /// `ip` is the current frame's; `inner_fp` the frame pointer of the frame inside it.
@@ -196,6 +214,53 @@ long ccr_unwind_syscall(long number, ...) {
     return syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+// libunwind finds the object an address is in with dl_iterate_phdr, at each step whose unwind
+// info it has not cached (src/dwarf/Gfind_proc_info-lsb.c): the loader's lock taken, the caller's
+// namespace looked for, and its callback called for each object in turn until one holds the
+// address. In a walk of ours in a handler, the objects come from the module table written for the
+// record instead (ccr_modules_lookup_table): the one whose executable segments hold the address
+// first, found by a binary search over the table's sorted ranges, then, if the callback did not
+// take it, every other in the table's order, as dl_iterate_phdr would. No loader lock: a crash while
+// another thread holds it (a dlopen under way) no longer waits for it, and the 13 look-ups of the
+// deep-stack fixture's walk took ~12 us through the loader (Decision 0059). The address is the
+// first word of libunwind's callback data (`ip` in its struct dwarf_callback_data, first in every
+// version); were it not, the candidate would be wrong and the rest of the table still searched.
+// Outside our handlers (a non-fatal report's walk on the app's thread) it is the loader's, as
+// libunwind would call it; in a handler with no table yet, nothing is found, and the walk goes
+// on by frame pointers from there.
+static int table_lookups;   // the crashing thread's walk: look-ups answered from the table
+
+int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
+    const ccr_module *table = NULL;
+    int count = 0;
+    if (!walking_in_handler) return dl_iterate_phdr(callback, data);
+    if (data == NULL) return 0;
+    int first = ccr_modules_lookup_table(*(const uintptr_t *)data, &table, &count);
+    if (table == NULL || count <= 0) return 0;
+    if (walking_in_handler == 1) table_lookups++;
+    // The size of the structure before dlpi_adds: this table has no load and unload counts.
+    const size_t size = offsetof(struct dl_phdr_info, dlpi_adds);
+    for (int turn = -1; turn < count; turn++) {
+        int i = turn < 0 ? first : turn;
+        if (i < 0 || (turn >= 0 && i == first)) continue;
+        const ccr_module *m = &table[i];
+        if (m->phdr == 0 || m->phnum == 0) continue;
+        struct dl_phdr_info info;
+        memset(&info, 0, sizeof info);
+        info.dlpi_addr = m->bias;
+        info.dlpi_name = m->name_address != 0 ? (const char *)m->name_address : m->path;
+        info.dlpi_phdr = (const ElfW(Phdr) *)m->phdr;
+        info.dlpi_phnum = m->phnum;
+        int result = callback(&info, size, data);
+        if (result != 0) return result;
+    }
+    return 0;
+}
+
+int ccr_unwind_table_lookups(void) {
+    return table_lookups;
+}
+
 ssize_t ccr_unwind_write(int fd, const void *buffer, size_t count) {
     if (answer_pipe_write(fd, count)) return 1;
     return write(fd, buffer, count);
@@ -221,9 +286,14 @@ void ccr_unwind_prefault(void) {
     ccr_touch_pages(&copy_checks, sizeof copy_checks);
     ccr_touch_pages(&copy_faults, sizeof copy_faults);
     ccr_safe_copy_prefault();
+    ccr_touch_pages(&table_lookups, sizeof table_lookups);
 #if defined(__x86_64__)
     ccr_touch_pages(&concurrency_start, sizeof concurrency_start);
     ccr_touch_pages(&concurrency_end, sizeof concurrency_end);
+    // Called with start's table just made (Setup/ccr_modules.c).
+    atomic_store_explicit(&install_concurrency_modules, -1, memory_order_release);
+    scan_for_concurrency(ccr_global.modules, ccr_global.module_count, &install_concurrency_start, &install_concurrency_end);
+    atomic_store_explicit(&install_concurrency_modules, ccr_global.module_count, memory_order_release);
 #endif
 }
 
@@ -298,6 +368,7 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
     if (step_error != NULL) {
         check_state = CHECK_NONE;
         copy_checks = copy_faults = 0;
+        table_lookups = 0;
         copy_checks_allowed = ccr_global.unwind.checks_redirected && ccr_global.test_misbehaviour != 17 &&
                               ccr_safe_copy_recoverable_in_crash();
     }

@@ -86,6 +86,7 @@ static struct redirect redirects[] = {
     {"read", NULL, (void *)ccr_unwind_read, NULL},
     {"syscall", NULL, (void *)ccr_unwind_syscall, NULL},
     {"write", NULL, (void *)ccr_unwind_write, NULL},
+    {"dl_iterate_phdr", NULL, (void *)ccr_unwind_dl_iterate_phdr, NULL},
 };
 enum { REDIRECT_COUNT = sizeof redirects / sizeof redirects[0] };
 
@@ -100,6 +101,8 @@ static void fill_libc_functions(void) {
     redirects[3].libc = (void *)libc_syscall;
     ssize_t (*libc_write)(int, const void *, size_t) = write;
     redirects[4].libc = (void *)libc_write;
+    int (*libc_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *) = dl_iterate_phdr;
+    redirects[5].libc = (void *)libc_dl_iterate_phdr;
 }
 
 /// A process that unloads this library (a plugin dlclose'd) while libunwind stays loaded must not
@@ -158,6 +161,8 @@ static unsigned redirect_slots(void *handle) {
             const ElfW(Sym) *symbol = &symbols[ELF64_R_SYM(r->r_info)];
             for (int k = 0; k < REDIRECT_COUNT; k++) {
                 if (seen & (1u << k) || strcmp(names + symbol->st_name, redirects[k].name) != 0) continue;
+                // test: libunwind's look-ups go to the loader, as before Decision 0059
+                if (ccr_global.test_misbehaviour == 18 && redirects[k].ours == (void *)ccr_unwind_dl_iterate_phdr) break;
                 seen |= 1u << k;   // the first slot of that name decides
                 void **slot = (void **)(bias + r->r_offset);
                 if ((uintptr_t)slot >= relro_start && (uintptr_t)slot < relro_end) break;

@@ -51,6 +51,9 @@ static void publish_loader_list(void) {
             const ccr_module *m = &ccr_global.modules[(usable + i) % ccr_global.module_count];
             if (ccr_module_is(m, n->l_addr, n->l_name, n->l_ld) && m->build_id_length > 0 && m->build_id_address != 0) {
                 n->module = (usable + i) % ccr_global.module_count;
+                n->build_id_address = m->build_id_address;
+                n->build_id_length = m->build_id_length;
+                memcpy(n->build_id, m->build_id, m->build_id_length);
             }
         }
         if (n->module < 0) break;
@@ -85,6 +88,8 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *unused) {
     }
     if (high == 0) return 0;   // nothing mapped
     m->name_address = (uintptr_t)info->dlpi_name;      // the loader's l_name pointer itself
+    m->phdr = (uintptr_t)info->dlpi_phdr;
+    m->phnum = info->dlpi_phnum;
     m->start = low;
     m->end = high;
     const char *name = info->dlpi_name;

@@ -31,6 +31,10 @@ typedef struct ccr_module {
     uintptr_t start;        // lowest mapped address of its PT_LOAD segments
     uintptr_t end;          // one past the highest
     uintptr_t bias;         // load bias (dlpi_addr): file vaddr + bias = runtime address
+    /// Its program headers in memory (dlpi_phdr) and their count: what libunwind's look-up of the
+    /// object an address is in reads (CrashTime/ccr_unwind.c answers it from this table).
+    uintptr_t phdr;
+    uint16_t phnum;
     uint8_t build_id[CCR_BUILD_ID_MAX];
     uint8_t build_id_length;
     char path[CCR_MODULE_PATH_MAX];

@@ -370,6 +370,7 @@ public enum CrashReporter {
         case "modules-read-faults": return 15
         case "unwind-check-faults": return 16   // libunwind's first memory check in the crashing thread's walk faults
         case "unwind-checks-by-kernel": return 17   // libunwind checks memory with its own system calls
+        case "unwind-lookups-by-loader": return 18   // libunwind finds objects with the loader's dl_iterate_phdr
         default: return 0
         }
     }
