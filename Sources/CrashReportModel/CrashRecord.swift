@@ -172,8 +172,12 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var copyChecks: Int? = nil
         public var copyCheckFaults: Int? = nil
         /// The crashing thread's walk: how many of libunwind's look-ups of the object an address is
-        /// in were answered from the module table instead of the loader's dl_iterate_phdr (nil: none).
+        /// in the module table answered instead of the loader's dl_iterate_phdr (nil: none), how
+        /// many of those only after the object its ranges gave declined (nil: none), and how many it
+        /// did not answer (nil: none).
         public var tableLookups: Int? = nil
+        public var tableScans: Int? = nil
+        public var tableMisses: Int? = nil
     }
 
     public struct Module: Sendable, Equatable, Codable {
@@ -659,7 +663,9 @@ extension CrashRecord {
                 unwindError: line["unwind_error"] as? Int,
                 copyChecks: line["copy_checks"] as? Int,
                 copyCheckFaults: line["copy_check_faults"] as? Int,
-                tableLookups: line["table_lookups"] as? Int)
+                tableLookups: line["table_lookups"] as? Int,
+                tableScans: line["table_scans"] as? Int,
+                tableMisses: line["table_misses"] as? Int)
             if otherThreads.isEmpty { stack = parsed } else { otherThreads[otherThreads.count - 1].stack = parsed }
         case .threads:
             threadsSummary = ThreadsSummary(

@@ -88,7 +88,8 @@ public enum RecordLineType: String, CaseIterable, Sendable {
         case .stack:
             return [required("unwinder", .string), optional("frames", .integer), required("depth", .integer),
                     required("truncated", .bool), optional("depth_is_lower_bound", .bool), optional("unwind_error", .integer),
-                    optional("copy_checks", .integer), optional("copy_check_faults", .integer), optional("table_lookups", .integer)]
+                    optional("copy_checks", .integer), optional("copy_check_faults", .integer), optional("table_lookups", .integer),
+                    optional("table_scans", .integer), optional("table_misses", .integer)]
         case .threads:
             return [required("total", .integer), required("listed", .integer), required("asked", .integer),
                     required("answered", .integer), required("signo", .integer), optional("signal_taken", .bool),

@@ -79,8 +79,9 @@ void ccr_unwind_copy_checks(int *checks, int *faults);
 /// lock; elsewhere it is libc's. Async-signal-safe in a handler's walk.
 struct dl_phdr_info;
 int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
-/// How many of the crashing thread's walk's look-ups were answered from the table.
-int ccr_unwind_table_lookups(void);
+/// How many of the crashing thread's walk's look-ups the table answered, how many of those only
+/// after the first object offered (found by the ranges) declined, and how many it did not answer.
+void ccr_unwind_table_lookups(int *answered, int *scanned, int *missed);
 /// 0 when libunwind's memory-check pipe, found at load, is no longer that pipe (closed, or another
 /// file under its numbers): libunwind is then not used, since it would read from, close and write
 /// to those descriptors. 1 when it is intact or was never known. Async-signal-safe (fstat).
@@ -146,11 +147,12 @@ int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scr
 void ccr_record_write_frames(ccr_writer *w, const uintptr_t *frames, int count);
 /// `step_error`: libunwind's error when a step failed (written as `unwind_error`), else 0.
 /// `copy_checks` (> 0: written): libunwind's memory checks made by guarded copies in the crashing
-/// thread's walk, `copy_check_faults` of them faulted (ccr_unwind_mincore); `table_lookups` (> 0:
-/// written): its look-ups of the object an address is in answered from the module table
-/// (ccr_unwind_dl_iterate_phdr).
+/// thread's walk, `copy_check_faults` of them faulted (ccr_unwind_mincore); `table_lookups`,
+/// `table_scans` and `table_misses` (> 0: written): its look-ups of the object an address is in
+/// that the module table answered, those answered only after the ranges' object declined, and
+/// those it did not answer (ccr_unwind_dl_iterate_phdr).
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error,
-                            int copy_checks, int copy_check_faults, int table_lookups);
+                            int copy_checks, int copy_check_faults, int table_lookups, int table_scans, int table_misses);
 /// The install-time module table (dl_iterate_phdr at start).
 void ccr_record_write_modules(ccr_writer *w);
 /// One line per request in flight (Shared/ccr_requests.h), then a summary line when there were

@@ -464,7 +464,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     if (kept < 0) {
         kept = ccr_unwind_frame_pointers_from(c->pc, c->sp, c->fp, frames, CCR_MAX_FRAMES, &depth);
         ccr_record_write_frames(w, frames, kept);
-        ccr_record_write_stack(w, ccr_libunwind_fallback_reason(), kept, depth, 0, 0, 0, 0, 0);
+        ccr_record_write_stack(w, ccr_libunwind_fallback_reason(), kept, depth, 0, 0, 0, 0, 0, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
         const uintptr_t *outer = NULL;
@@ -474,10 +474,11 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         const uintptr_t *awaiting = NULL;
         int awaiting_count = ccr_unwind_async_frames(&awaiting);
         ccr_record_write_async_frames(w, awaiting, awaiting_count, outer_count > 0 ? outer_first + outer_count : depth);
-        int copy_checks = 0, copy_check_faults = 0;
+        int copy_checks = 0, copy_check_faults = 0, table_lookups = 0, table_scans = 0, table_misses = 0;
         ccr_unwind_copy_checks(&copy_checks, &copy_check_faults);
+        ccr_unwind_table_lookups(&table_lookups, &table_scans, &table_misses);
         ccr_record_write_stack(w, step_error ? "libunwind+frame-pointer" : "libunwind", kept, depth, lower_bound, step_error,
-                               copy_checks, copy_check_faults, ccr_unwind_table_lookups());
+                               copy_checks, copy_check_faults, table_lookups, table_scans, table_misses);
     }
     ccr_threads_write(w, tid, started);   // every other thread, after the crashing one
 

@@ -202,7 +202,11 @@ static void verify_known_build_ids(live_scratch *x, int known_count) {
         int ok = x->known[k] == x->main_index   // the main program: its headers from the auxiliary vector
                      ? read_segments(x, m->bias, ccr_modules_live.executable_phdr, ccr_modules_live.executable_phnum, m)
                      : read_object(x, m->bias, m);
-        if (ok != 0) m->start = m->end = 0;   // unreadable: no range, so no frame is put in it
+        if (ok != 0) {   // unreadable: no range, so no frame is put in it, and no headers to give libunwind
+            m->start = m->end = 0;
+            m->phdr = 0;
+            m->phnum = 0;
+        }
     }
 }
 
@@ -493,9 +497,10 @@ void ccr_modules_live_prefault(void) {
 }
 
 /// The table written for the current record (the crash's, else the last hang capture's, else
-/// start's) with its sorted executable ranges: the same choice as ccr_modules_written.
-static int written_table(const ccr_module **table, const ccr_text_range **ranges, int *range_count) {
-    const ccr_module *crash = atomic_load(&crash_written), *hang = atomic_load(&hang_written);
+/// start's) with its sorted executable ranges: the same choice as ccr_modules_written. Without
+/// `with_hang`, a hang capture's is passed over for start's.
+static int written_table(const ccr_module **table, const ccr_text_range **ranges, int *range_count, int with_hang) {
+    const ccr_module *crash = atomic_load(&crash_written), *hang = with_hang ? atomic_load(&hang_written) : NULL;
     if (crash != NULL) {
         *table = crash;
         *ranges = crash_scratch.ranges;
@@ -530,14 +535,14 @@ int ccr_modules_text_contains(uintptr_t address) {
     const ccr_module *table;
     const ccr_text_range *ranges;
     int n;
-    (void)written_table(&table, &ranges, &n);
+    (void)written_table(&table, &ranges, &n, 1);
     return range_holding(ranges, n, address) != NULL;
 }
 
-int ccr_modules_lookup_table(uintptr_t address, const ccr_module **table, int *count) {
+int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module **table, int *count) {
     const ccr_text_range *ranges;
     int n;
-    *count = written_table(table, &ranges, &n);
+    *count = written_table(table, &ranges, &n, with_hang);
     const ccr_text_range *range = range_holding(ranges, n, address);
     return range != NULL && range->module >= 0 && range->module < *count ? range->module : -1;
 }
@@ -545,7 +550,7 @@ int ccr_modules_lookup_table(uintptr_t address, const ccr_module **table, int *c
 int ccr_modules_written(const ccr_module **table) {
     const ccr_text_range *ranges;
     int n;
-    return written_table(table, &ranges, &n);
+    return written_table(table, &ranges, &n, 1);
 }
 
 static void write_modules(ccr_writer *w, live_scratch *x) {

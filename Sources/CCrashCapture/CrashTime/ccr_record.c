@@ -57,7 +57,7 @@ void ccr_record_write_outer_frames(ccr_writer *w, const uintptr_t *frames, int c
 }
 
 void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int depth, int lower_bound, int step_error,
-                            int copy_checks, int copy_check_faults, int table_lookups) {
+                            int copy_checks, int copy_check_faults, int table_lookups, int table_scans, int table_misses) {
     ccr_writer_text(w, "{\"type\":\"stack\"");
     ccr_writer_key(w, "unwinder", 0);
     ccr_writer_json_string(w, unwinder, 64);
@@ -82,6 +82,14 @@ void ccr_record_write_stack(ccr_writer *w, const char *unwinder, int kept, int d
     if (table_lookups > 0) {
         ccr_writer_key(w, "table_lookups", 0);
         ccr_writer_int(w, table_lookups);
+    }
+    if (table_scans > 0) {
+        ccr_writer_key(w, "table_scans", 0);
+        ccr_writer_int(w, table_scans);
+    }
+    if (table_misses > 0) {
+        ccr_writer_key(w, "table_misses", 0);
+        ccr_writer_int(w, table_misses);
     }
     ccr_writer_text(w, "}\n");
 }

@@ -403,17 +403,17 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
         int scanned = scan_blocked_thread(c, t->tid, ccr_threads.frames);
         if (scanned > 0) {
             ccr_record_write_frames(w, c->scan_frames, scanned);
-            ccr_record_write_stack(w, "stack-scan", scanned, scanned, 1, 0, 0, 0, 0);
+            ccr_record_write_stack(w, "stack-scan", scanned, scanned, 1, 0, 0, 0, 0, 0, 0);
         }
         return 0;
     }
     if (slot == NULL) return 0;
     if (slot_state == CCR_SLOT_LU_DONE) {
         ccr_record_write_frames(w, slot->lu_frames, slot->lu_count);
-        ccr_record_write_stack(w, "libunwind", slot->lu_count, slot->lu_depth, slot->lu_lower_bound, 0, 0, 0, 0);
+        ccr_record_write_stack(w, "libunwind", slot->lu_count, slot->lu_depth, slot->lu_lower_bound, 0, 0, 0, 0, 0, 0);
     } else if (slot_state == CCR_SLOT_FP_DONE || slot_state == CCR_SLOT_WRITING_LU || slot_state == CCR_SLOT_LU_FAILED) {
         ccr_record_write_frames(w, slot->fp_frames, slot->fp_count);
-        ccr_record_write_stack(w, "frame-pointer", slot->fp_count, slot->fp_depth, 0, 0, 0, 0, 0);
+        ccr_record_write_stack(w, "frame-pointer", slot->fp_count, slot->fp_depth, 0, 0, 0, 0, 0, 0, 0);
     } else {
         return 0;
     }

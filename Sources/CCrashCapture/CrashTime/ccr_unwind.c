@@ -225,40 +225,69 @@ long ccr_unwind_syscall(long number, ...) {
 // deep-stack fixture's walk took ~12 us through the loader (Decision 0059). The address is the
 // first word of libunwind's callback data (`ip` in its struct dwarf_callback_data, first in every
 // version); were it not, the candidate would be wrong and the rest of the table still searched.
-// Outside our handlers (a non-fatal report's walk on the app's thread) it is the loader's, as
-// libunwind would call it; in a handler with no table yet, nothing is found, and the walk goes
-// on by frame pointers from there.
-static int table_lookups;   // the crashing thread's walk: look-ups answered from the table
+// Each object's program headers are copied first, by a read that cannot fault (a guarded copy in
+// the crashing thread's walk, else process_vm_readv), and the callback reads the copy: an object
+// unmapped since the table was written (a dlclose under way: the loader unmaps before it unlinks)
+// is passed over instead of faulting in the handler. An asked thread of a hang capture uses start's
+// table, not the capture's, which the next capture rewrites in place. Outside our handlers (a
+// non-fatal report's walk on the app's thread) it is the loader's, as libunwind would call it; in
+// a handler with no table yet, nothing is found, and the walk goes on by frame pointers from there.
+// The crashing thread's walk: look-ups the table answered, those of them answered only by an object
+// other than the first offered (the ranges missed it), and those it did not answer.
+static int table_lookups, table_scans, table_misses;
+
+/// Copies `m`'s program headers into `out` (room for `capacity`) without risking a fault. Returns
+/// 0 when all were read. Async-signal-safe.
+static int copy_program_headers(const ccr_module *m, ElfW(Phdr) *out, int capacity) {
+    if (m->phdr == 0 || m->phnum == 0 || m->phnum > capacity || m->end <= m->start) return -1;
+    size_t length = (size_t)m->phnum * sizeof out[0];
+    if (walking_in_handler == 1 && ccr_safe_copy_recoverable_in_crash()) return ccr_safe_copy(out, (const void *)m->phdr, length);
+    struct iovec local = {.iov_base = out, .iov_len = length};
+    struct iovec remote = {.iov_base = (void *)m->phdr, .iov_len = length};
+    return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L) == (long)length ? 0 : -1;
+}
 
 int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
     const ccr_module *table = NULL;
     int count = 0;
     if (!walking_in_handler) return dl_iterate_phdr(callback, data);
     if (data == NULL) return 0;
-    int first = ccr_modules_lookup_table(*(const uintptr_t *)data, &table, &count);
-    if (table == NULL || count <= 0) return 0;
-    if (walking_in_handler == 1) table_lookups++;
-    // The size of the structure before dlpi_adds: this table has no load and unload counts.
-    const size_t size = offsetof(struct dl_phdr_info, dlpi_adds);
-    for (int turn = -1; turn < count; turn++) {
-        int i = turn < 0 ? first : turn;
-        if (i < 0 || (turn >= 0 && i == first)) continue;
-        const ccr_module *m = &table[i];
-        if (m->phdr == 0 || m->phnum == 0) continue;
-        struct dl_phdr_info info;
-        memset(&info, 0, sizeof info);
-        info.dlpi_addr = m->bias;
-        info.dlpi_name = m->name_address != 0 ? (const char *)m->name_address : m->path;
-        info.dlpi_phdr = (const ElfW(Phdr) *)m->phdr;
-        info.dlpi_phnum = m->phnum;
-        int result = callback(&info, size, data);
-        if (result != 0) return result;
+    int first = ccr_modules_lookup_table(*(const uintptr_t *)data, walking_in_handler == 1, &table, &count);
+    int result = 0, scanned = 0;
+    if (table != NULL) {
+        // The size of the structure before dlpi_adds: this table has no load and unload counts.
+        const size_t size = offsetof(struct dl_phdr_info, dlpi_adds);
+        ElfW(Phdr) headers[64];
+        for (int turn = -1; turn < count && result == 0; turn++) {
+            int i = turn < 0 ? first : turn;
+            if (i < 0 || (turn >= 0 && i == first)) continue;
+            const ccr_module *m = &table[i];
+            if (copy_program_headers(m, headers, (int)(sizeof headers / sizeof headers[0])) != 0) continue;
+            struct dl_phdr_info info;
+            memset(&info, 0, sizeof info);
+            info.dlpi_addr = m->bias;
+            info.dlpi_name = m->name_address != 0 ? (const char *)m->name_address : m->path;
+            info.dlpi_phdr = headers;
+            info.dlpi_phnum = m->phnum;
+            result = callback(&info, size, data);
+            scanned = turn >= 0;
+        }
     }
-    return 0;
+    if (walking_in_handler == 1) {
+        if (result > 0) {
+            table_lookups++;
+            table_scans += scanned;
+        } else {
+            table_misses++;
+        }
+    }
+    return result;
 }
 
-int ccr_unwind_table_lookups(void) {
-    return table_lookups;
+void ccr_unwind_table_lookups(int *answered, int *scanned, int *missed) {
+    *answered = table_lookups;
+    *scanned = table_scans;
+    *missed = table_misses;
 }
 
 ssize_t ccr_unwind_write(int fd, const void *buffer, size_t count) {
@@ -287,6 +316,8 @@ void ccr_unwind_prefault(void) {
     ccr_touch_pages(&copy_faults, sizeof copy_faults);
     ccr_safe_copy_prefault();
     ccr_touch_pages(&table_lookups, sizeof table_lookups);
+    ccr_touch_pages(&table_misses, sizeof table_misses);
+    ccr_touch_pages(&table_scans, sizeof table_scans);
 #if defined(__x86_64__)
     ccr_touch_pages(&concurrency_start, sizeof concurrency_start);
     ccr_touch_pages(&concurrency_end, sizeof concurrency_end);
@@ -368,7 +399,7 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
     if (step_error != NULL) {
         check_state = CHECK_NONE;
         copy_checks = copy_faults = 0;
-        table_lookups = 0;
+        table_lookups = table_scans = table_misses = 0;
         copy_checks_allowed = ccr_global.unwind.checks_redirected && ccr_global.test_misbehaviour != 17 &&
                               ccr_safe_copy_recoverable_in_crash();
     }

@@ -87,7 +87,7 @@ void ccr_watchdog_finish_record(void) {
     int depth = 0;
     int kept = ccr_unwind_frame_pointers_from(c->pc, c->sp, c->fp, frames, CCR_MAX_FRAMES, &depth);
     ccr_record_write_frames(&w, frames, kept);
-    ccr_record_write_stack(&w, "frame-pointer", kept, depth, 0, 0, 0, 0, 0);
+    ccr_record_write_stack(&w, "frame-pointer", kept, depth, 0, 0, 0, 0, 0, 0, 0);
     ccr_record_finish(&w, c->started_ns);
 }
 

@@ -55,7 +55,7 @@ int ccr_write_current_stack(int fd, int skip) {
         ccr_writer_hex(&w, frames[i]);
         ccr_writer_text(&w, ",\"kind\":\"return_address\"}\n");
     }
-    ccr_record_write_stack(&w, "libunwind", kept, depth, 0, 0, 0, 0, 0);
+    ccr_record_write_stack(&w, "libunwind", kept, depth, 0, 0, 0, 0, 0, 0, 0);
     ccr_record_write_modules(&w);
     ccr_writer_flush(&w);
     return w.failed ? -1 : 0;
