@@ -236,15 +236,24 @@ long ccr_unwind_syscall(long number, ...) {
 // other than the first offered (the ranges missed it), and those it did not answer.
 static int table_lookups, table_scans, table_misses;
 
-/// Copies `m`'s program headers into `out` (room for `capacity`) without risking a fault. Returns
-/// 0 when all were read. Async-signal-safe.
-static int copy_program_headers(const ccr_module *m, ElfW(Phdr) *out, int capacity) {
-    if (m->phdr == 0 || m->phnum == 0 || m->phnum > capacity || m->end <= m->start) return -1;
+/// `m`'s program headers for libunwind's callback: copied into `out` (room for `capacity`) without
+/// risking a fault, or, for a thread asked to answer a crash, in place (see below). NULL when they
+/// could not be read. Async-signal-safe.
+static const ElfW(Phdr) *program_headers(const ccr_module *m, ElfW(Phdr) *out, int capacity) {
+    if (m->phdr == 0 || m->phnum == 0 || m->phnum > capacity || m->end <= m->start) return NULL;
     size_t length = (size_t)m->phnum * sizeof out[0];
-    if (walking_in_handler == 1 && ccr_safe_copy_recoverable_in_crash()) return ccr_safe_copy(out, (const void *)m->phdr, length);
+    if (walking_in_handler == 1 && ccr_safe_copy_recoverable_in_crash()) {
+        return ccr_safe_copy(out, (const void *)m->phdr, length) == 0 ? out : NULL;
+    }
+    // A thread asked to answer a crash reads the crash's table, which the crashing thread has just
+    // confirmed object by object: a system call a look-up in each of up to 255 threads cost more
+    // than it guards (20 threads: 1839 -> 1968 us of work before the sync with it, in
+    // tools/bench-capture-ab). An object unmapped since would fault that thread into our handler,
+    // where it waits for the crash to end: it is listed as not answering.
+    if (walking_in_handler == 2 && atomic_load(&ccr_global.crashing_tid) != 0) return (const ElfW(Phdr) *)m->phdr;
     struct iovec local = {.iov_base = out, .iov_len = length};
     struct iovec remote = {.iov_base = (void *)m->phdr, .iov_len = length};
-    return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L) == (long)length ? 0 : -1;
+    return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L) == (long)length ? out : NULL;
 }
 
 int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
@@ -262,12 +271,13 @@ int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, vo
             int i = turn < 0 ? first : turn;
             if (i < 0 || (turn >= 0 && i == first)) continue;
             const ccr_module *m = &table[i];
-            if (copy_program_headers(m, headers, (int)(sizeof headers / sizeof headers[0])) != 0) continue;
+            const ElfW(Phdr) *phdr = program_headers(m, headers, (int)(sizeof headers / sizeof headers[0]));
+            if (phdr == NULL) continue;
             struct dl_phdr_info info;
             memset(&info, 0, sizeof info);
             info.dlpi_addr = m->bias;
             info.dlpi_name = m->name_address != 0 ? (const char *)m->name_address : m->path;
-            info.dlpi_phdr = headers;
+            info.dlpi_phdr = phdr;
             info.dlpi_phnum = m->phnum;
             result = callback(&info, size, data);
             scanned = turn >= 0;
