@@ -768,9 +768,13 @@ struct HandlerEndingTests {
         let directory = temporaryFolder("crash-fixture-gdb-\(name)")
         let process = Process()
         // Through python3 to clear the signal mask: the test runner's threads block SIGCHLD, which
-        // gdb would inherit and then wait forever for its inferior.
+        // gdb would inherit and then wait forever for its inferior. Under timeout(1): once, on a
+        // loaded machine, gdb stayed in waitpid for 25 minutes after its inferior had died (both of
+        // its threads zombies, everything asked printed): gdb is killed after 5 minutes, and the
+        // test judges what it printed.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let unmask = ["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
+        let unmask = ["timeout", "-s", "KILL", "300",
+                      "python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
         process.arguments = unmask + ["gdb", "-batch", "-nx", "--readnever",
                                       "-ex", "handle all nostop noprint pass", "-ex", "handle SIGSEGV stop print pass"]
             + commands.flatMap { ["-ex", $0] } + ["--args", configuration.fixtureURL.path, name, directory.path]

@@ -539,10 +539,11 @@ int ccr_modules_text_contains(uintptr_t address) {
     return range_holding(ranges, n, address) != NULL;
 }
 
-int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module **table, int *count) {
+int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module **table, int *count, int *crash_checked) {
     const ccr_text_range *ranges;
     int n;
     *count = written_table(table, &ranges, &n, with_hang);
+    *crash_checked = ranges == crash_scratch.ranges;   // the table the crash wrote, object by object checked
     const ccr_text_range *range = range_holding(ranges, n, address);
     return range != NULL && range->module >= 0 && range->module < *count ? range->module : -1;
 }

@@ -79,8 +79,9 @@ typedef struct ccr_text_range {
 /// The table written for the current record (see ccr_modules_written; without `with_hang`, a hang
 /// capture's is passed over for start's: the next capture rewrites it in place) in `*table` and
 /// `*count`, and the index in it of the module whose executable segments hold `address`, or -1
-/// (a binary search over the table's sorted ranges). Async-signal-safe.
-int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module **table, int *count);
+/// (a binary search over the table's sorted ranges). `*crash_checked` is 1 when the table is the
+/// one the crash wrote (its objects checked at the crash), else 0. Async-signal-safe.
+int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module **table, int *count, int *crash_checked);
 
 /// Whether `address` is in a module's executable segments, in the table written for the current
 /// record (else the install-time table): a binary search over ranges sorted when the table was

@@ -228,7 +228,8 @@ long ccr_unwind_syscall(long number, ...) {
 // Each object's program headers are copied first, by a read that cannot fault (a guarded copy in
 // the crashing thread's walk, else process_vm_readv), and the callback reads the copy: an object
 // unmapped since the table was written (a dlclose under way: the loader unmaps before it unlinks)
-// is passed over instead of faulting in the handler. An asked thread of a hang capture uses start's
+// is passed over instead of faulting in the handler (threads asked to answer a crash: see
+// program_headers). An asked thread of a hang capture uses start's
 // table, not the capture's, which the next capture rewrites in place. Outside our handlers (a
 // non-fatal report's walk on the app's thread) it is the loader's, as libunwind would call it; in
 // a handler with no table yet, nothing is found, and the walk goes on by frame pointers from there.
@@ -237,20 +238,24 @@ long ccr_unwind_syscall(long number, ...) {
 static int table_lookups, table_scans, table_misses;
 
 /// `m`'s program headers for libunwind's callback: copied into `out` (room for `capacity`) without
-/// risking a fault, or, for a thread asked to answer a crash, in place (see below). NULL when they
-/// could not be read. Async-signal-safe.
-static const ElfW(Phdr) *program_headers(const ccr_module *m, ElfW(Phdr) *out, int capacity) {
+/// risking a fault, or, for a thread asked to answer a crash, in place when the crash checked the
+/// object (see below). NULL when they could not be read. Async-signal-safe.
+static const ElfW(Phdr) *program_headers(const ccr_module *m, int crash_checked, ElfW(Phdr) *out, int capacity) {
     if (m->phdr == 0 || m->phnum == 0 || m->phnum > capacity || m->end <= m->start) return NULL;
     size_t length = (size_t)m->phnum * sizeof out[0];
     if (walking_in_handler == 1 && ccr_safe_copy_recoverable_in_crash()) {
         return ccr_safe_copy(out, (const void *)m->phdr, length) == 0 ? out : NULL;
     }
-    // A thread asked to answer a crash reads the crash's table, which the crashing thread has just
-    // confirmed object by object: a system call a look-up in each of up to 255 threads cost more
-    // than it guards (20 threads: 1839 -> 1968 us of work before the sync with it, in
-    // tools/bench-capture-ab). An object unmapped since would fault that thread into our handler,
-    // where it waits for the crash to end: it is listed as not answering.
-    if (walking_in_handler == 2 && atomic_load(&ccr_global.crashing_tid) != 0) return (const ElfW(Phdr) *)m->phdr;
+    // A thread asked to answer a crash, reading the table the crash wrote, takes the headers of an
+    // object the crash has just read from memory (its build-id read again, or the object read
+    // whole) in place: a system call a look-up in each of up to 255 threads cost more than it
+    // guards (20 threads: 1839 -> 1968 us of work before the sync with it, in
+    // tools/bench-capture-ab). An object unmapped in the moments since would fault that thread
+    // into our handler, where it waits for the crash to end, holding libunwind's cache lock: the
+    // threads asked after it keep their frame-pointer walks. Objects without a build-id (never
+    // read again) and any other table (start's, before the crash wrote its own; a late answer of a
+    // hang capture) are copied.
+    if (walking_in_handler == 2 && crash_checked && m->build_id_length > 0) return (const ElfW(Phdr) *)m->phdr;
     struct iovec local = {.iov_base = out, .iov_len = length};
     struct iovec remote = {.iov_base = (void *)m->phdr, .iov_len = length};
     return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L) == (long)length ? out : NULL;
@@ -261,7 +266,8 @@ int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, vo
     int count = 0;
     if (!walking_in_handler) return dl_iterate_phdr(callback, data);
     if (data == NULL) return 0;
-    int first = ccr_modules_lookup_table(*(const uintptr_t *)data, walking_in_handler == 1, &table, &count);
+    int crash_checked = 0;
+    int first = ccr_modules_lookup_table(*(const uintptr_t *)data, walking_in_handler == 1, &table, &count, &crash_checked);
     int result = 0, scanned = 0;
     if (table != NULL) {
         // The size of the structure before dlpi_adds: this table has no load and unload counts.
@@ -271,7 +277,7 @@ int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, vo
             int i = turn < 0 ? first : turn;
             if (i < 0 || (turn >= 0 && i == first)) continue;
             const ccr_module *m = &table[i];
-            const ElfW(Phdr) *phdr = program_headers(m, headers, (int)(sizeof headers / sizeof headers[0]));
+            const ElfW(Phdr) *phdr = program_headers(m, crash_checked, headers, (int)(sizeof headers / sizeof headers[0]));
             if (phdr == NULL) continue;
             struct dl_phdr_info info;
             memset(&info, 0, sizeof info);
