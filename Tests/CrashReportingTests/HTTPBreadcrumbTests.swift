@@ -1,6 +1,6 @@
-// CrashReporter.logHTTPRequest, the server integrations' "http" breadcrumb: formatted and escaped
-// in C from a stack buffer when it fits (ccr_breadcrumb_http), it must give the breadcrumb the
-// Swift writer gives for the same request.
+// CrashReporter.logHTTPRequest, the server integrations' "http" breadcrumb: kept as its fields and
+// formatted by the session's reader, or formatted and escaped in C from a stack buffer, when it
+// fits (ccr_breadcrumb_http), it must give the breadcrumb the Swift writer gives for the same request.
 import CrashReportModel
 import CrashReporting
 import Foundation
@@ -33,6 +33,9 @@ extension InProcessSession {
             // repeats it) the whole is over 1 KiB.
             cases.append(Request(route: "/" + String(repeating: "r", count: 990), plain: false))
             cases.append(Request(route: "/" + String(repeating: "s", count: 900), requestID: String(repeating: "i", count: 200), plain: false))
+            // Kept as its fields, formatted by the reader (Decision 0060), unless even escaped
+            // throughout it could not fit: this route is formatted as it is written, and fits.
+            cases.append(Request(route: "/" + String(repeating: "p", count: 150), traceID: "4bf92f3577b34da6a3ce929d0e0e4736"))
             cases.append(Request(route: NSString(string: "/made/by/nsstring") as String, requestID: NSString(string: "ns-id") as String))
             // Digits: powers of ten, where a digit count is easiest to get wrong, and the extremes.
             cases.append(Request(status: 100, tenths: 100))

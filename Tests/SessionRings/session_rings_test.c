@@ -236,12 +236,15 @@ static void exact_texts(void) {
     CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
 }
 
-// 7. A session file laid out by hand at the offsets version 6 documents (rings of 1056064 bytes
-//    from offset 71808, slots of 2112 bytes, order at 16, request tie at 24, text at 40, tag at
-//    2024), as a process killed before its next launch leaves it: read, its rings merged by
+// 7. A session file laid out by hand at the offsets version 7 documents (rings of 1056064 bytes
+//    from offset 71808, slots of 2112 bytes, order at 16, request tie at 24, from 40 the tag, then
+//    the message), as a process killed before its next launch leaves it: read, its rings merged by
 //    order, then by request tie for two even orders, not by time (all four have the same
-//    coarse-clock time, and ring 0 comes before ring 1 and ring 2). Another version, a file cut
-//    short and a size field that disagrees with the file are refused, not read.
+//    coarse-clock time, and ring 0 comes before ring 1 and ring 2). An "http" breadcrumb kept as
+//    its fields (kind bit 0x80, Decision 0060: after the tag, status and duration as 8 bytes each, five
+//    2-byte lengths, has_trace, has_span, 4 bytes of padding, then the texts) is read as its
+//    message and metadata; one whose lengths do not add up is listed as unreadable. Another
+//    version, a file cut short and a size field that disagrees with the file are refused, not read.
 enum { FILE_SIZE = 5352128, RINGS_AT = 71808, RING_SIZE = 1056064, SLOT_SIZE = 2112 };
 static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, uint64_t tie, const char *message) {
     char *slot = file + RINGS_AT + (size_t)ring * RING_SIZE + 64 + (size_t)(n % 500) * SLOT_SIZE;
@@ -256,10 +259,33 @@ static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, uin
     memcpy(slot + 34, &tag_length, 2);
     memcpy(slot + 36, &message_length, 2);
     memcpy(slot + 38, &metadata_length, 2);
-    memcpy(slot + 40, message, message_length);
-    memcpy(slot + 40 + 1984, "old", 3);
+    memcpy(slot + 40, "old", 3);
+    memcpy(slot + 43, message, message_length);
     uint64_t next = n + 1;
     memcpy(file + RINGS_AT + (size_t)ring * RING_SIZE, &next, 8);
+}
+static void put_http_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, int64_t status, int64_t tenths,
+                                const char *texts[5], int has_trace, int has_span, int extra_length) {
+    put_breadcrumb(file, ring, n, order, 0, "");
+    char *slot = file + RINGS_AT + (size_t)ring * RING_SIZE + 64 + (size_t)(n % 500) * SLOT_SIZE;
+    slot[32] = 1;      // info
+    slot[33] = (char)0x80;   // kind log, as fields
+    memcpy(slot + 40, "http", 4);
+    uint16_t tag_length = 4, total = 32;
+    memcpy(slot + 34, &tag_length, 2);
+    char *fields = slot + 44;
+    memcpy(fields, &status, 8);
+    memcpy(fields + 8, &tenths, 8);
+    for (int i = 0; i < 5; i++) {
+        uint16_t length = (uint16_t)strlen(texts[i]);
+        memcpy(fields + 16 + 2 * i, &length, 2);
+        memcpy(fields + total, texts[i], length);
+        total += length;
+    }
+    fields[26] = (char)has_trace;
+    fields[27] = (char)has_span;
+    total += (uint16_t)extra_length;
+    memcpy(slot + 36, &total, 2);
 }
 static int write_file(const char *path, const char *bytes, size_t size) {
     FILE *f = fopen(path, "w");
@@ -274,7 +300,7 @@ static void documented_layout(void) {
     char *file = calloc(1, FILE_SIZE);
     ccr_session_file *h = (ccr_session_file *)(void *)file;   // the header fields
     h->magic = CCR_SESSION_MAGIC;
-    h->version = 6;
+    h->version = 7;
     h->size = FILE_SIZE;
     h->breadcrumb_capacity = 500;
     h->breadcrumb_rings = 5;
@@ -287,12 +313,17 @@ static void documented_layout(void) {
     put_breadcrumb(file, 0, 0, 8, 500, "third, ring 0");
     put_breadcrumb(file, 1, 0, 8, 400, "second, ring 1");
     put_breadcrumb(file, 2, 1, 9, 0, "fourth, ring 2");
+    const char *request[5] = {"GET", "/users/{id}", "req-7", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"};
+    const char *escaped[5] = {"PUT", "/a \"b\"", "id\n", "", ""};
+    put_http_breadcrumb(file, 1, 1, 11, 503, 1234, request, 1, 1, 0);
+    put_http_breadcrumb(file, 1, 2, 13, 200, 7, escaped, 0, 0, 0);
+    put_http_breadcrumb(file, 1, 3, 15, 200, 7, escaped, 0, 0, 1);   // one byte more than its texts
     char path[700];
     snprintf(path, sizeof path, "%s/by-hand.session", directory);
     CHECK(write_file(path, file, FILE_SIZE) == 0, "layout: cannot write %s", path);
     ccr_session_info info;
     int status = ccr_session_inspect(path, &info);
-    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 4
+    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 7
               && strcmp(info.session_id, "by-hand") == 0,
           "layout: inspect %d, state %d, pid %d, %llu written, id %s", status, info.state, info.pid,
           (unsigned long long)info.breadcrumbs_written, info.session_id);
@@ -302,21 +333,32 @@ static void documented_layout(void) {
     rewind(out);
     char line[4096];
     const char *expected[] = {"first, ring 2", "second, ring 1", "third, ring 0", "fourth, ring 2"};
+    const char *http_expected[] = {
+        "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"GET /users/{id} 503\",\"metadata\":{\"method\":\"GET\","
+        "\"route\":\"/users/{id}\",\"status\":\"503\",\"duration_ms\":\"123.4\",\"request_id\":\"req-7\","
+        "\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\",\"span_id\":\"00f067aa0ba902b7\"}}",
+        "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"PUT /a \\\"b\\\" 200\",\"metadata\":{\"method\":\"PUT\","
+        "\"route\":\"/a \\\"b\\\"\",\"status\":\"200\",\"duration_ms\":\"0.7\",\"request_id\":\"id\\n\"}}",
+        "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"(an http breadcrumb whose fields could not be read)\"}",
+    };
     int seen = 0;
     while (fgets(line, sizeof line, out)) {
         if (!strstr(line, "\"type\":\"breadcrumb\"")) continue;
-        char wanted[128];
-        snprintf(wanted, sizeof wanted, "\"level\":\"warning\",\"kind\":\"screen\",\"tag\":\"old\",\"message\":\"%s\"}",
-                 seen < 4 ? expected[seen] : "?");
+        char wanted[512];
+        if (seen < 4) {
+            snprintf(wanted, sizeof wanted, "\"level\":\"warning\",\"kind\":\"screen\",\"tag\":\"old\",\"message\":\"%s\"}", expected[seen]);
+        } else {
+            snprintf(wanted, sizeof wanted, "%s", seen < 7 ? http_expected[seen - 4] : "?");
+        }
         CHECK(strstr(line, wanted) != NULL, "layout: breadcrumb %d is %s", seen, line);
         seen++;
     }
     fclose(out);
-    CHECK(seen == 4, "layout: %d of 4 breadcrumbs exported", seen);
+    CHECK(seen == 7, "layout: %d of 7 breadcrumbs exported", seen);
 
-    h->version = 5;   // never released: no reader for it
-    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 5 not refused");
-    h->version = 6;   // cut short: the last ring missing
+    h->version = 6;   // never released: no reader for it (its slots had no fields form)
+    CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 6 not refused");
+    h->version = 7;   // cut short: the last ring missing
     CHECK(write_file(path, file, FILE_SIZE - RING_SIZE) == 0 && ccr_session_inspect(path, &info) == -2
               && ccr_session_export(path, fileno(stdout)) == -2, "layout: a file cut short not refused");
     h->size = FILE_SIZE - 100000;   // the header's size disagrees with this version's

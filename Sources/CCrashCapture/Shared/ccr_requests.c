@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "CCrashCapture.h"
+#include "ccr_copy.h"
 #include "ccr_requests.h"
 #include "ccr_state.h"
 #include "../CrashTime/ccr_crashtime.h"
@@ -37,10 +38,12 @@ static int32_t current_tid(void) {
 /// thread's first claim takes a start from the table's counter, 16 slots from the previous thread's.
 static __thread uint32_t thread_hint __attribute__((tls_model("initial-exec")));
 
-static uint8_t copy_field(char *destination, size_t capacity, const char *source, size_t length) {
+/// Copies up to `capacity` bytes of a field, the short ones without a call.
+static inline __attribute__((always_inline)) uint8_t copy_field(char *destination, size_t capacity, const char *source,
+                                                                size_t length) {
     if (source == NULL) return 0;
     if (length > capacity) length = capacity;
-    memcpy(destination, source, length);
+    ccr_copy_short(destination, source, length);
     return (uint8_t)length;
 }
 

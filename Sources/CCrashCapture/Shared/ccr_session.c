@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include "CCrashCapture.h"
+#include "ccr_copy.h"
 #include "ccr_session.h"
 #include "ccr_state.h"
 #include "../CrashTime/ccr_writer.h"
@@ -214,25 +215,9 @@ __attribute__((noinline, cold)) static ccr_breadcrumb_ring *choose_ring(ccr_sess
     return &s->rings[0];
 }
 
-/// memcpy for the short texts of most breadcrumbs without a call: two overlapping unaligned
-/// copies cover 8…64 bytes and never read past the source's end.
-static inline void copy_text(char *to, const char *from, size_t n) {
-    if (n >= 8 && n <= 16) {
-        uint64_t a, b; __builtin_memcpy(&a, from, 8); __builtin_memcpy(&b, from + n - 8, 8);
-        __builtin_memcpy(to, &a, 8); __builtin_memcpy(to + n - 8, &b, 8);
-    } else if (n > 16 && n <= 32) {
-        char a[16], b[16]; __builtin_memcpy(a, from, 16); __builtin_memcpy(b, from + n - 16, 16);
-        __builtin_memcpy(to, a, 16); __builtin_memcpy(to + n - 16, b, 16);
-    } else if (n > 32 && n <= 64) {
-        char a[32], b[32]; __builtin_memcpy(a, from, 32); __builtin_memcpy(b, from + n - 32, 32);
-        __builtin_memcpy(to, a, 32); __builtin_memcpy(to + n - 32, b, 32);
-    } else {
-        memcpy(to, from, n);
-    }
-}
-
-static inline __attribute__((always_inline)) void fill_slot(ccr_breadcrumb_slot *slot, uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
-                      const char *message, size_t message_length, const char *metadata, size_t metadata_length) {
+/// A slot's fields other than its message's and metadata's; returns where the message goes.
+static inline __attribute__((always_inline)) char *fill_head(ccr_breadcrumb_slot *slot, uint8_t level, uint8_t kind,
+                                                              const char *tag, size_t tag_length) {
     // The coarse clock: ~7 ns instead of ~40 ns here, at the resolution of the kernel tick (4 ms
     // on Debian's kernels). It is the time shown; the order is `order`'s.
     struct timespec now;
@@ -241,13 +226,19 @@ static inline __attribute__((always_inline)) void fill_slot(ccr_breadcrumb_slot 
     slot->level = level;
     slot->kind = kind;
     tag_length = min_size(tag_length, CCR_BREADCRUMB_TAG_MAX);
-    if (tag_length) memcpy(slot->tag, tag, tag_length);
+    ccr_copy_short(slot->text, tag, tag_length);
     slot->tag_length = (uint16_t)tag_length;
+    return slot->text + tag_length;
+}
+
+static inline __attribute__((always_inline)) void fill_slot(ccr_breadcrumb_slot *slot, uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
+                      const char *message, size_t message_length, const char *metadata, size_t metadata_length) {
+    char *text = fill_head(slot, level, kind, tag, tag_length);
     message_length = min_size(message_length, CCR_BREADCRUMB_TEXT_MAX);
-    copy_text(slot->text, message, message_length);
+    ccr_copy_short(text, message, message_length);
     slot->message_length = (uint16_t)message_length;
     metadata_length = metadata_length <= CCR_BREADCRUMB_TEXT_MAX - message_length ? metadata_length : 0;
-    if (metadata_length) memcpy(slot->text + message_length, metadata, metadata_length);
+    if (metadata_length) memcpy(text + message_length, metadata, metadata_length);
     slot->metadata_length = (uint16_t)metadata_length;
 }
 
@@ -297,14 +288,21 @@ void ccr_session_test_coarse_request_clock(void) {
     atomic_store_explicit(&clock_orders_requests, 0, memory_order_relaxed);
 }
 
+/// An append's slot, claimed and not yet published.
+typedef struct claimed_slot {
+    ccr_breadcrumb_ring *ring;
+    ccr_breadcrumb_slot *slot;
+    uint64_t n;   // the breadcrumb's number in its ring
+} claimed_slot;
+
+/// Claims the slot of this thread's ring an append writes, marks it as being written and gives it
+/// its order; the caller fills it and then publishes it. 0 without a session.
 /// `request_ns` 0: an ordinary append, ordered by an atomic add on the session's counter. Else a
 /// server request's breadcrumb with its clock read (ccr_breadcrumb_request), ordered by a plain
 /// load of the counter, then by that read.
-static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
-                                                          const char *message, size_t message_length,
-                                                          const char *metadata, size_t metadata_length, uint64_t request_ns) {
+static inline __attribute__((always_inline)) int claim_slot(uint64_t request_ns, claimed_slot *c) {
     ccr_session_file *s = ccr_session;
-    if (s == NULL) return;
+    if (s == NULL) return 0;
     ccr_breadcrumb_ring *ring = thread_ring;
     if (__builtin_expect(ring == NULL, 0)) {
         if (thread_choosing) {
@@ -338,8 +336,24 @@ static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t 
         slot->order = 2 * atomic_load_explicit(&s->breadcrumb_order, memory_order_relaxed);
         slot->request_tie = request_ns;
     }
-    fill_slot(slot, level, kind, tag, tag_length, message, message_length, metadata, metadata_length);
-    atomic_store_explicit(&slot->seq, 2 * n + 2, memory_order_release);
+    c->ring = ring;
+    c->slot = slot;
+    c->n = n;
+    return 1;
+}
+
+/// Makes a slot `claim_slot` gave readable.
+static inline __attribute__((always_inline)) void publish(const claimed_slot *c) {
+    atomic_store_explicit(&c->slot->seq, 2 * c->n + 2, memory_order_release);
+}
+
+static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
+                                                          const char *message, size_t message_length,
+                                                          const char *metadata, size_t metadata_length, uint64_t request_ns) {
+    claimed_slot c;
+    if (!claim_slot(request_ns, &c)) return;
+    fill_slot(c.slot, level, kind, tag, tag_length, message, message_length, metadata, metadata_length);
+    publish(&c);
 }
 
 void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
@@ -374,12 +388,7 @@ static inline void http_bytes(http_text *t, const char *bytes, size_t n) {
     }
     // Short pieces (nearly all of them) without a call: memmove was a sixth of the breadcrumb's
     // samples in tools/profile-middleware.
-    char *to = t->out + t->used;
-    if (n < 8) {
-        for (size_t i = 0; i < n; i++) to[i] = bytes[i];
-    } else {
-        copy_text(to, bytes, n);
-    }
+    ccr_copy_short(t->out + t->used, bytes, n);
     t->used += n;
 }
 
@@ -438,6 +447,62 @@ static void http_quoted(http_text *t, const char *text, size_t n) {
     HTTP_LITERAL(t, "\"");
 }
 
+/// An "http" breadcrumb's fields.
+typedef struct http_fields {
+    const char *method, *route, *request_id, *trace_id, *span_id;
+    size_t method_length, route_length, request_id_length, trace_id_length, span_id_length;
+    int64_t status, duration_tenths_ms;
+    int has_trace, has_span;
+} http_fields;
+
+/// The breadcrumb's message, then its metadata, into `t`; returns the message's length.
+static size_t http_format(http_text *t, const http_fields *f) {
+    http_bytes(t, f->method, f->method_length);
+    HTTP_LITERAL(t, " ");
+    http_bytes(t, f->route, f->route_length);
+    HTTP_LITERAL(t, " ");
+    http_decimal(t, f->status);
+    size_t message_length = t->used;
+    HTTP_LITERAL(t, "{\"method\":");
+    http_quoted(t, f->method, f->method_length);
+    HTTP_LITERAL(t, ",\"route\":");
+    http_quoted(t, f->route, f->route_length);
+    HTTP_LITERAL(t, ",\"status\":\"");
+    http_decimal(t, f->status);
+    HTTP_LITERAL(t, "\",\"duration_ms\":\"");
+    http_decimal(t, f->duration_tenths_ms / 10);
+    HTTP_LITERAL(t, ".");
+    http_decimal(t, f->duration_tenths_ms % 10);
+    HTTP_LITERAL(t, "\",\"request_id\":");
+    http_quoted(t, f->request_id, f->request_id_length);
+    if (f->has_trace) {
+        HTTP_LITERAL(t, ",\"trace_id\":");
+        http_quoted(t, f->trace_id, f->trace_id_length);
+        if (f->has_span) {
+            HTTP_LITERAL(t, ",\"span_id\":");
+            http_quoted(t, f->span_id, f->span_id_length);
+        }
+    }
+    HTTP_LITERAL(t, "}");
+    return message_length;
+}
+
+/// An "http" breadcrumb's slot with CCR_BREADCRUMB_HTTP_FIELDS (Decision 0060): this head, then
+/// the bytes of the method, the route, the request id, the trace id and the span id (the last two
+/// only when `has_trace`, and `has_trace` and `has_span`), nothing between them.
+typedef struct http_packed {
+    int64_t status;
+    int64_t duration_tenths_ms;
+    uint16_t method_length, route_length, request_id_length, trace_id_length, span_id_length;
+    uint8_t has_trace, has_span;
+} http_packed;
+
+/// Bytes of the formatted breadcrumb (message and metadata) beyond its texts: two spaces, the
+/// metadata's keys, quotes and punctuation (87 bytes), the status twice and the duration's two
+/// parts (at most 20 + 20 + 19 + 1 bytes). 192 leaves room.
+#define HTTP_FIXED_MAX 192
+#define HTTP_FORMATTED_MAX 1024
+
 int ccr_breadcrumb_http(const char *method, size_t method_length, const char *route, size_t route_length, int64_t status,
                         int64_t duration_tenths_ms, uint64_t started_ns, const char *request_id, size_t request_id_length,
                         const char *trace_id, size_t trace_id_length, int has_trace, const char *span_id,
@@ -449,40 +514,78 @@ int ccr_breadcrumb_http(const char *method, size_t method_length, const char *ro
     }
     if (duration_tenths_ms < 0) duration_tenths_ms = 0;
     if (duration_out) *duration_out = duration_tenths_ms;
-    char buffer[1024];
-    http_text t = {buffer, sizeof buffer, 0};
-    http_bytes(&t, method, method_length);
-    HTTP_LITERAL(&t, " ");
-    http_bytes(&t, route, route_length);
-    HTTP_LITERAL(&t, " ");
-    http_decimal(&t, status);
-    size_t message_length = t.used;
-    HTTP_LITERAL(&t, "{\"method\":");
-    http_quoted(&t, method, method_length);
-    HTTP_LITERAL(&t, ",\"route\":");
-    http_quoted(&t, route, route_length);
-    HTTP_LITERAL(&t, ",\"status\":\"");
-    http_decimal(&t, status);
-    HTTP_LITERAL(&t, "\",\"duration_ms\":\"");
-    http_decimal(&t, duration_tenths_ms / 10);
-    HTTP_LITERAL(&t, ".");
-    http_decimal(&t, duration_tenths_ms % 10);
-    HTTP_LITERAL(&t, "\",\"request_id\":");
-    http_quoted(&t, request_id, request_id_length);
-    if (has_trace) {
-        HTTP_LITERAL(&t, ",\"trace_id\":");
-        http_quoted(&t, trace_id, trace_id_length);
-        if (has_span) {
-            HTTP_LITERAL(&t, ",\"span_id\":");
-            http_quoted(&t, span_id, span_id_length);
-        }
-    }
-    HTTP_LITERAL(&t, "}");
-    if (t.used > t.capacity || message_length > message_max) return 0;
+    has_trace = has_trace != 0;
+    has_span = has_trace && has_span != 0;
+    if (!has_trace) trace_id_length = 0;
+    if (!has_span) span_id_length = 0;
     uint8_t level = status >= 500 ? 3 : status >= 400 ? 2 : 1;
-    append(level, 0, "http", 4, buffer, message_length, buffer + message_length, t.used - message_length,
-           started_ns == 0 ? 0 : now | (now == 0));
+    uint64_t request_ns = started_ns == 0 ? 0 : now | (now == 0);
+    // The fields as they are, when their formatted form surely fits in 1 KiB (each byte of a
+    // quoted text escaped as \u00xx is 6) and its message within `message_max` (a status has at
+    // most 20 characters): the reader formats them (Decision 0060). Formatting them here, escapes
+    // and digits, then copying the text into the slot was a quarter of the middleware's share in
+    // tools/profile-middleware.
+    size_t quoted = method_length + route_length + request_id_length + trace_id_length + span_id_length;
+    if (quoted <= HTTP_FORMATTED_MAX && 6 * quoted + method_length + route_length + HTTP_FIXED_MAX <= HTTP_FORMATTED_MAX &&
+        method_length + route_length + 22 <= message_max) {
+        claimed_slot c;
+        if (!claim_slot(request_ns, &c)) return 1;   // no session: nothing is kept, as append keeps nothing
+        ccr_breadcrumb_slot *slot = c.slot;
+        char *fields = fill_head(slot, level, CCR_BREADCRUMB_HTTP_FIELDS, "http", 4);   // kind "log"
+        http_packed head = {status, duration_tenths_ms, (uint16_t)method_length, (uint16_t)route_length,
+                            (uint16_t)request_id_length, (uint16_t)trace_id_length, (uint16_t)span_id_length,
+                            (uint8_t)has_trace, (uint8_t)has_span};
+        __builtin_memcpy(fields, &head, sizeof head);
+        char *to = fields + sizeof head;
+        ccr_copy_short(to, method, method_length);
+        to += method_length;
+        ccr_copy_short(to, route, route_length);
+        to += route_length;
+        ccr_copy_short(to, request_id, request_id_length);
+        to += request_id_length;
+        ccr_copy_short(to, trace_id, trace_id_length);
+        to += trace_id_length;
+        ccr_copy_short(to, span_id, span_id_length);
+        to += span_id_length;
+        slot->message_length = (uint16_t)(to - fields);
+        slot->metadata_length = 0;
+        publish(&c);
+        return 1;
+    }
+    char buffer[HTTP_FORMATTED_MAX];
+    http_text t = {buffer, sizeof buffer, 0};
+    http_fields f = {method, route, request_id, trace_id, span_id, method_length, route_length, request_id_length,
+                     trace_id_length, span_id_length, status, duration_tenths_ms, has_trace, has_span};
+    size_t message_length = http_format(&t, &f);
+    if (t.used > t.capacity || message_length > message_max) return 0;
+    append(level, 0, "http", 4, buffer, message_length, buffer + message_length, t.used - message_length, request_ns);
     return 1;
+}
+
+/// A slot's "http" fields (CCR_BREADCRUMB_HTTP_FIELDS) formatted as ccr_breadcrumb_http formats
+/// them into `t`, the message's length in `*message_length`. 0 when the slot's lengths do not
+/// add up (a slot this code did not write), or the text does not fit in `t`.
+static int http_unpack(const ccr_breadcrumb_slot *b, const char *fields, http_text *t, size_t *message_length) {
+    http_packed head;
+    size_t size = b->message_length;
+    if (size < sizeof head || size > CCR_BREADCRUMB_TEXT_MAX) return 0;
+    memcpy(&head, fields, sizeof head);
+    size_t texts = (size_t)head.method_length + head.route_length + head.request_id_length + head.trace_id_length +
+                   head.span_id_length;
+    if (sizeof head + texts != size) return 0;
+    const char *p = fields + sizeof head;
+    http_fields f;
+    f.method = p; f.method_length = head.method_length; p += head.method_length;
+    f.route = p; f.route_length = head.route_length; p += head.route_length;
+    f.request_id = p; f.request_id_length = head.request_id_length; p += head.request_id_length;
+    f.trace_id = p; f.trace_id_length = head.trace_id_length; p += head.trace_id_length;
+    f.span_id = p; f.span_id_length = head.span_id_length;
+    f.status = head.status;
+    f.duration_tenths_ms = head.duration_tenths_ms;
+    f.has_trace = head.has_trace != 0;
+    f.has_span = f.has_trace && head.has_span != 0;
+    *message_length = http_format(t, &f);
+    return t->used <= t->capacity;
 }
 
 void ccr_set_user_id(const char *id, size_t length) {
@@ -587,7 +690,7 @@ static int breadcrumb_complete(const ccr_breadcrumb_ring *ring, uint64_t n) {
 
 /// Maps the session file open at `fd` read-only if it is one this code reads: NULL otherwise
 /// (another format, another version, or cut short: a shorter file would fault past its end).
-/// Versions 2 to 5 were never released; a file of version 1 (the last released) is refused and
+/// Versions 2 to 6 were never released; a file of version 1 (the last released) is refused and
 /// kept aside by the caller.
 static const ccr_session_file *map_session(int fd) {
     uint32_t head[2];
@@ -706,6 +809,7 @@ int ccr_session_export(const char *path, int out_fd) {
     }
     uint64_t index = total - taken;
     ccr_breadcrumb_slot *slot_copy = malloc(sizeof(ccr_breadcrumb_slot));
+    char http_formatted[HTTP_FORMATTED_MAX];   // an "http" breadcrumb's fields, formatted
     for (; slot_copy != NULL;) {
         int best = -1;
         const ccr_breadcrumb_slot *best_slot = NULL;
@@ -725,9 +829,9 @@ int ccr_session_export(const char *path, int out_fd) {
         const ccr_breadcrumb_slot *live = &s->rings[best].slots[start[best] % CCR_BREADCRUMB_CAPACITY];
         uint64_t expected_seq = 2 * start[best] + 2;
         start[best]++;
-        // The fields after seq, up to the tag's end (not the padding).
+        // The fields after seq, up to the text's end (not the padding).
         const size_t fields = offsetof(ccr_breadcrumb_slot, timestamp_ns);
-        memcpy((char *)slot_copy + fields, (const char *)live + fields, offsetof(ccr_breadcrumb_slot, tag) + CCR_BREADCRUMB_TAG_MAX - fields);
+        memcpy((char *)slot_copy + fields, (const char *)live + fields, offsetof(ccr_breadcrumb_slot, text) + sizeof live->text - fields);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&live->seq, memory_order_relaxed) != expected_seq) continue;
         const ccr_breadcrumb_slot *b = slot_copy;
@@ -740,15 +844,30 @@ int ccr_session_export(const char *path, int out_fd) {
         ccr_writer_text(&w, ",\"level\":\"");
         ccr_writer_text(&w, level_names[b->level < 5 ? b->level : 1]);
         ccr_writer_text(&w, "\",\"kind\":\"");
-        ccr_writer_text(&w, kind_names[b->kind < 5 ? b->kind : 0]);
+        uint8_t kind = b->kind & (uint8_t)~CCR_BREADCRUMB_HTTP_FIELDS;
+        ccr_writer_text(&w, kind_names[kind < 5 ? kind : 0]);
         ccr_writer_text(&w, "\",\"tag\":");
-        ccr_writer_json_string(&w, b->tag, b->tag_length < CCR_BREADCRUMB_TAG_MAX ? b->tag_length : CCR_BREADCRUMB_TAG_MAX);
+        size_t tag_length = b->tag_length < CCR_BREADCRUMB_TAG_MAX ? b->tag_length : CCR_BREADCRUMB_TAG_MAX;
+        ccr_writer_json_string(&w, b->text, tag_length);
+        const char *text = b->text + tag_length;   // message, then metadata
         ccr_writer_text(&w, ",\"message\":");
-        size_t message_length = b->message_length < CCR_BREADCRUMB_TEXT_MAX ? b->message_length : CCR_BREADCRUMB_TEXT_MAX;
-        ccr_writer_json_string(&w, b->text, message_length);
-        if (b->metadata_length > 0 && message_length + b->metadata_length <= CCR_BREADCRUMB_TEXT_MAX) {
-            ccr_writer_text(&w, ",\"metadata\":");
-            ccr_writer_raw(&w, b->text + message_length, b->metadata_length);
+        if (b->kind & CCR_BREADCRUMB_HTTP_FIELDS) {
+            http_text t = {http_formatted, sizeof http_formatted, 0};
+            size_t message_length = 0;
+            if (http_unpack(b, text, &t, &message_length)) {
+                ccr_writer_json_string(&w, http_formatted, message_length);
+                ccr_writer_text(&w, ",\"metadata\":");
+                ccr_writer_raw(&w, http_formatted + message_length, t.used - message_length);
+            } else {
+                ccr_writer_text(&w, "\"(an http breadcrumb whose fields could not be read)\"");
+            }
+        } else {
+            size_t message_length = b->message_length < CCR_BREADCRUMB_TEXT_MAX ? b->message_length : CCR_BREADCRUMB_TEXT_MAX;
+            ccr_writer_json_string(&w, text, message_length);
+            if (b->metadata_length > 0 && message_length + b->metadata_length <= CCR_BREADCRUMB_TEXT_MAX) {
+                ccr_writer_text(&w, ",\"metadata\":");
+                ccr_writer_raw(&w, text + message_length, b->metadata_length);
+            }
         }
         ccr_writer_text(&w, "}\n");
     }
