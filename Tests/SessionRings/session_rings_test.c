@@ -236,6 +236,44 @@ static void exact_texts(void) {
     CHECK(checked == LENGTHS, "exact: %d of %d messages exported", checked, LENGTHS);
 }
 
+// 6b. Every tag length from 0 to 64 comes back byte for byte, before a message (the tag comes
+//     first in a slot's text, version 7), and a kind with the fields bit set (0x80, which only
+//     ccr_breadcrumb_http sets) is kept without it: 0x81 comes back as "screen", with its message.
+static void tags_and_kinds(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.session", directory, "rings");
+    char tag[65];
+    for (int length = 0; length <= 64; length++) {
+        for (int i = 0; i < length; i++) tag[i] = (char)('a' + (i * 5 + length) % 26);
+        ccr_breadcrumb_append(1, 2, tag, (size_t)length, "after the tag", 13, NULL, 0);
+    }
+    ccr_breadcrumb_append(1, 0x81, "kinds", 5, "not an http breadcrumb", 22, NULL, 0);
+    FILE *out = tmpfile();
+    ccr_session_export(path, fileno(out));
+    rewind(out);
+    char line[8192];
+    int checked = 0, kinds = 0;
+    while (fgets(line, sizeof line, out)) {
+        if (strstr(line, "\"tag\":\"kinds\"")) {
+            kinds++;
+            CHECK(strstr(line, "\"kind\":\"screen\",\"tag\":\"kinds\",\"message\":\"not an http breadcrumb\"}") != NULL,
+                  "kinds: %s", line);
+            continue;
+        }
+        const char *t = strstr(line, "\"kind\":\"action\",\"tag\":\"");
+        if (!t || !strstr(line, "\"message\":\"after the tag\"}")) continue;
+        t += strlen("\"kind\":\"action\",\"tag\":\"");
+        int length = (int)(strchr(t, '"') - t);
+        int ok = length == checked;
+        for (int i = 0; ok && i < length; i++) ok &= t[i] == (char)('a' + (i * 5 + length) % 26);
+        CHECK(ok, "tags: tag %d came back as %.*s", checked, length, t);
+        checked++;
+    }
+    fclose(out);
+    CHECK(checked == 65, "tags: %d of 65 tags exported", checked);
+    CHECK(kinds == 1, "kinds: %d exported", kinds);
+}
+
 // 7. A session file laid out by hand at the offsets version 7 documents (rings of 1056064 bytes
 //    from offset 71808, slots of 2112 bytes, order at 16, request tie at 24, from 40 the tag, then
 //    the message), as a process killed before its next launch leaves it: read, its rings merged by
@@ -243,7 +281,8 @@ static void exact_texts(void) {
 //    coarse-clock time, and ring 0 comes before ring 1 and ring 2). An "http" breadcrumb kept as
 //    its fields (kind bit 0x80, Decision 0060: after the tag, status and duration as 8 bytes each, five
 //    2-byte lengths, has_trace, has_span, 4 bytes of padding, then the texts) is read as its
-//    message and metadata; one whose lengths do not add up is listed as unreadable. Another
+//    message and metadata; one whose lengths do not add up, one whose length is over the slot's
+//    and one whose fields would format to more than 1 KiB are each listed as unreadable. Another
 //    version, a file cut short and a size field that disagrees with the file are refused, not read.
 enum { FILE_SIZE = 5352128, RINGS_AT = 71808, RING_SIZE = 1056064, SLOT_SIZE = 2112 };
 static void put_breadcrumb(char *file, int ring, uint64_t n, uint64_t order, uint64_t tie, const char *message) {
@@ -318,12 +357,18 @@ static void documented_layout(void) {
     put_http_breadcrumb(file, 1, 1, 11, 503, 1234, request, 1, 1, 0);
     put_http_breadcrumb(file, 1, 2, 13, 200, 7, escaped, 0, 0, 0);
     put_http_breadcrumb(file, 1, 3, 15, 200, 7, escaped, 0, 0, 1);   // one byte more than its texts
+    put_http_breadcrumb(file, 1, 4, 17, 200, 7, escaped, 0, 0, 2000);   // longer than a slot's text
+    char quotes[1901];
+    memset(quotes, '"', 1900);
+    quotes[1900] = 0;
+    const char *long_route[5] = {"GET", quotes, "", "", ""};   // 3800 bytes once escaped
+    put_http_breadcrumb(file, 1, 5, 19, 200, 7, long_route, 0, 0, 0);
     char path[700];
     snprintf(path, sizeof path, "%s/by-hand.session", directory);
     CHECK(write_file(path, file, FILE_SIZE) == 0, "layout: cannot write %s", path);
     ccr_session_info info;
     int status = ccr_session_inspect(path, &info);
-    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 7
+    CHECK(status == 0 && info.state == CCR_SESSION_RUNNING && info.pid == 12345 && info.breadcrumbs_written == 9
               && strcmp(info.session_id, "by-hand") == 0,
           "layout: inspect %d, state %d, pid %d, %llu written, id %s", status, info.state, info.pid,
           (unsigned long long)info.breadcrumbs_written, info.session_id);
@@ -340,6 +385,8 @@ static void documented_layout(void) {
         "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"PUT /a \\\"b\\\" 200\",\"metadata\":{\"method\":\"PUT\","
         "\"route\":\"/a \\\"b\\\"\",\"status\":\"200\",\"duration_ms\":\"0.7\",\"request_id\":\"id\\n\"}}",
         "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"(an http breadcrumb whose fields could not be read)\"}",
+        "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"(an http breadcrumb whose fields could not be read)\"}",
+        "\"level\":\"info\",\"kind\":\"log\",\"tag\":\"http\",\"message\":\"(an http breadcrumb whose fields could not be read)\"}",
     };
     int seen = 0;
     while (fgets(line, sizeof line, out)) {
@@ -348,13 +395,13 @@ static void documented_layout(void) {
         if (seen < 4) {
             snprintf(wanted, sizeof wanted, "\"level\":\"warning\",\"kind\":\"screen\",\"tag\":\"old\",\"message\":\"%s\"}", expected[seen]);
         } else {
-            snprintf(wanted, sizeof wanted, "%s", seen < 7 ? http_expected[seen - 4] : "?");
+            snprintf(wanted, sizeof wanted, "%s", seen < 9 ? http_expected[seen - 4] : "?");
         }
         CHECK(strstr(line, wanted) != NULL, "layout: breadcrumb %d is %s", seen, line);
         seen++;
     }
     fclose(out);
-    CHECK(seen == 7, "layout: %d of 7 breadcrumbs exported", seen);
+    CHECK(seen == 9, "layout: %d of 9 breadcrumbs exported", seen);
 
     h->version = 6;   // never released: no reader for it (its slots had no fields form)
     CHECK(write_file(path, file, FILE_SIZE) == 0 && ccr_session_inspect(path, &info) == -2, "layout: version 6 not refused");
@@ -479,6 +526,7 @@ int main(int argc, char **argv) {
     export_while_writing();
     signal_during_append();           // the main thread claims a ring here
     exact_texts();                    // after: the last 500 of the main thread's ring
+    tags_and_kinds();                 // the same ring: 66 more
     documented_layout();
     turns_across_rings(0);   // after: two new threads take the free rings
     turns_across_rings(1);   // two more, once those have given theirs back

@@ -358,7 +358,9 @@ static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t 
 
 void ccr_breadcrumb_append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
                            const char *message, size_t message_length, const char *metadata, size_t metadata_length) {
-    append(level, kind, tag, tag_length, message, message_length, metadata, metadata_length, 0);
+    // Kinds are 0 to 4; CCR_BREADCRUMB_HTTP_FIELDS is ccr_breadcrumb_http's alone.
+    append(level, kind & (uint8_t)~CCR_BREADCRUMB_HTTP_FIELDS, tag, tag_length, message, message_length, metadata,
+           metadata_length, 0);
 }
 
 void ccr_breadcrumb_log(const char *message, size_t message_length) {
@@ -368,7 +370,7 @@ void ccr_breadcrumb_log(const char *message, size_t message_length) {
 uint64_t ccr_breadcrumb_request(uint8_t level, uint8_t kind, const char *tag, size_t tag_length, const char *message,
                                 size_t message_length) {
     uint64_t now = monotonic_ns();
-    append(level, kind, tag, tag_length, message, message_length, NULL, 0, now | (now == 0));
+    append(level, kind & (uint8_t)~CCR_BREADCRUMB_HTTP_FIELDS, tag, tag_length, message, message_length, NULL, 0, now | (now == 0));
     return now;
 }
 
@@ -495,11 +497,14 @@ typedef struct http_packed {
     int64_t duration_tenths_ms;
     uint16_t method_length, route_length, request_id_length, trace_id_length, span_id_length;
     uint8_t has_trace, has_span;
+    uint8_t unused[4];   // zero: no stack bytes go into the file
 } http_packed;
+_Static_assert(sizeof(http_packed) == 32, "an http breadcrumb's head has the documented 32 bytes");
 
-/// Bytes of the formatted breadcrumb (message and metadata) beyond its texts: two spaces, the
-/// metadata's keys, quotes and punctuation (87 bytes), the status twice and the duration's two
-/// parts (at most 20 + 20 + 19 + 1 bytes). 192 leaves room.
+/// Bytes of the formatted breadcrumb (message and metadata) beyond its texts: the message's two
+/// spaces, the metadata's keys and punctuation (87 bytes), the quotes around its five texts (10),
+/// the status twice (at most 20 bytes each) and the duration's two parts (at most 18 + 1): at
+/// most 158. 192 leaves room.
 #define HTTP_FIXED_MAX 192
 #define HTTP_FORMATTED_MAX 1024
 
@@ -525,8 +530,11 @@ int ccr_breadcrumb_http(const char *method, size_t method_length, const char *ro
     // most 20 characters): the reader formats them (Decision 0060). Formatting them here, escapes
     // and digits, then copying the text into the slot was a quarter of the middleware's share in
     // tools/profile-middleware.
+    // Each length alone first: their sum must not wrap.
     size_t quoted = method_length + route_length + request_id_length + trace_id_length + span_id_length;
-    if (quoted <= HTTP_FORMATTED_MAX && 6 * quoted + method_length + route_length + HTTP_FIXED_MAX <= HTTP_FORMATTED_MAX &&
+    if (method_length <= HTTP_FORMATTED_MAX && route_length <= HTTP_FORMATTED_MAX && request_id_length <= HTTP_FORMATTED_MAX &&
+        trace_id_length <= HTTP_FORMATTED_MAX && span_id_length <= HTTP_FORMATTED_MAX &&
+        6 * quoted + method_length + route_length + HTTP_FIXED_MAX <= HTTP_FORMATTED_MAX &&
         method_length + route_length + 22 <= message_max) {
         claimed_slot c;
         if (!claim_slot(request_ns, &c)) return 1;   // no session: nothing is kept, as append keeps nothing
@@ -534,7 +542,7 @@ int ccr_breadcrumb_http(const char *method, size_t method_length, const char *ro
         char *fields = fill_head(slot, level, CCR_BREADCRUMB_HTTP_FIELDS, "http", 4);   // kind "log"
         http_packed head = {status, duration_tenths_ms, (uint16_t)method_length, (uint16_t)route_length,
                             (uint16_t)request_id_length, (uint16_t)trace_id_length, (uint16_t)span_id_length,
-                            (uint8_t)has_trace, (uint8_t)has_span};
+                            (uint8_t)has_trace, (uint8_t)has_span, {0, 0, 0, 0}};
         __builtin_memcpy(fields, &head, sizeof head);
         char *to = fields + sizeof head;
         ccr_copy_short(to, method, method_length);
