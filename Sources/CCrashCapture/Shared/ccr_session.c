@@ -290,7 +290,7 @@ void ccr_session_test_coarse_request_clock(void) {
 
 /// An append's slot, claimed and not yet published.
 typedef struct claimed_slot {
-    ccr_breadcrumb_ring *ring;
+    ccr_breadcrumb_ring *ring;   // not read by publish; tools/test-session-rings --self-test's late index store uses it
     ccr_breadcrumb_slot *slot;
     uint64_t n;   // the breadcrumb's number in its ring
 } claimed_slot;
