@@ -31,8 +31,8 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         /// its non-fatal report, so a report can be joined to the trace. Default: the current
         /// ServiceContext's (a tracer bootstrapped and Hummingbird's TracingMiddleware before this
         /// one), else the W3C `traceparent` header's.
-        public var trace: @Sendable (Request) -> TraceIdentity? = { request in
-            TraceIdentity.current ?? traceparent(of: request.headers).flatMap { TraceIdentity(traceparent: $0) }
+        public var trace: @Sendable (Request) -> TraceIdentity? = { [binding = ServiceContextBinding()] request in
+            TraceIdentity.current(binding) ?? traceparent(of: request.headers).flatMap { TraceIdentity(traceparent: $0) }
         }
 
         public init() {}
@@ -73,11 +73,14 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
 /// unless both agree (size, layout and format as expected) this is nil and `context.id` is used.
 struct RequestIDText: Sendable {
     private let prefix: [UInt8]
-    /// Whether a `RequestID` in a logger's metadata value is read straight from the value's
-    /// existential container (its type compared, its 8 bytes loaded) instead of `as? RequestID`,
-    /// a dynamic cast (`tryCast`, `swift_dynamicCast`: ~0.1 points of the middleware's share in
+    /// Whether a `RequestID` in a logger's metadata value is read straight from the value's bytes
+    /// (its type compared, its 8 bytes loaded) instead of `as? RequestID`, a dynamic cast
+    /// (`tryCast`, `swift_dynamicCast`: ~0.1 points of the middleware's share in
     /// tools/profile-middleware). Checked at init on a fresh id: true when the read gives it back.
     let readsContainer: Bool
+    /// `RequestID`'s type metadata, as the value's container holds it. Kept here rather than in a
+    /// static: a static is a lazy global, a `swift_once` call on every read.
+    private let requestIDMetadata = UInt64(UInt(bitPattern: ObjectIdentifier(RequestID.self)))
 
     init?() {
         guard MemoryLayout<RequestID>.size == 8, MemoryLayout<RequestID>.stride == 8 else { return nil }
@@ -93,28 +96,29 @@ struct RequestIDText: Sendable {
         }
         guard let prefix, prefix.count + 16 <= RequestIdentifier.inlineCapacity else { return nil }
         self.prefix = prefix
-        let probe = RequestID()
-        let value: any CustomStringConvertible & Sendable = probe
-        readsContainer = MemoryLayout<any CustomStringConvertible & Sendable>.size == MemoryLayout<Container>.size
-            && Self.isRequestID(value) && Self.container(of: value).0 == unsafeBitCast(probe, to: UInt64.self)
-            && !Self.isRequestID("a string") && !Self.isRequestID(12345 as Int)
+        let probe = RequestID(), metadata = requestIDMetadata
+        let read = Self.words(of: .stringConvertible(probe))
+        readsContainer = MemoryLayout<any CustomStringConvertible & Sendable>.size == 40
+            && MemoryLayout<Logger.MetadataValue?>.size >= 40
+            && read?.value == unsafeBitCast(probe, to: UInt64.self) && read?.type == metadata
+            && Self.words(of: .stringConvertible("a string"))?.type != metadata
+            && Self.words(of: .stringConvertible(12345 as Int))?.type != metadata
+            && Self.words(of: .string("a string")) == nil && Self.words(of: nil) == nil
     }
 
-    /// A metadata value's existential container (`any CustomStringConvertible & Sendable`, 40 bytes
-    /// on 64-bit platforms, checked at init before any read): three words of inline buffer, where
-    /// an 8-byte value is stored, then the value's type metadata, then its witness table. Read as
-    /// plain words: `type(of:)` and a generic `withUnsafeBytes` were runtime calls here.
-    private typealias Container = (UInt64, UInt64, UInt64, UInt64, UInt64)
-    private static let requestIDMetadata = UInt64(UInt(bitPattern: ObjectIdentifier(RequestID.self)))
-
-    private static func container(of value: any CustomStringConvertible & Sendable) -> Container {
-        // `as`: without it, Swift 6 opens the existential for the generic call (SE-0352), and the
-        // cast would be of the value inside (8 bytes), which traps.
-        unsafeBitCast(value as any CustomStringConvertible & Sendable, to: Container.self)
-    }
-
-    private static func isRequestID(_ value: any CustomStringConvertible & Sendable) -> Bool {
-        container(of: value).3 == requestIDMetadata
+    /// For a `.stringConvertible` metadata value, the first word of its existential container
+    /// (`any CustomStringConvertible & Sendable`, 40 bytes on 64-bit platforms: three words of
+    /// inline buffer, where an 8-byte value is stored, then the value's type metadata, then its
+    /// witness table) and its type metadata word, read from the value's own bytes: the
+    /// container is the case's payload, at the value's start. Binding the payload (`case
+    /// .stringConvertible(let v)`) copied it into a new container each time, and `type(of:)` or a
+    /// generic `withUnsafeBytes` were runtime calls. Trusted only as far as init's probe found it
+    /// right (`readsContainer`). nil for any other case.
+    private static func words(of value: Logger.MetadataValue?) -> (value: UInt64, type: UInt64)? {
+        guard case .stringConvertible? = value else { return nil }
+        return withUnsafeBytes(of: value) { raw in
+            (raw.load(fromByteOffset: 0, as: UInt64.self), raw.load(fromByteOffset: 24, as: UInt64.self))
+        }
     }
 
     /// The context's request id, or nil when its logger holds no `RequestID` under "hb.request.id".
@@ -123,13 +127,12 @@ struct RequestIDText: Sendable {
     }
 
     func identifier(of logger: Logger) -> RequestIdentifier? {
-        guard case .stringConvertible(let value)? = logger[metadataKey: "hb.request.id"] else { return nil }
+        let value = logger[metadataKey: "hb.request.id"]
         if readsContainer {
-            let words = Self.container(of: value)
-            guard words.3 == Self.requestIDMetadata else { return nil }
-            return identifier(of: unsafeBitCast(words.0, to: RequestID.self))
+            guard let words = Self.words(of: value), words.type == requestIDMetadata else { return nil }
+            return identifier(of: unsafeBitCast(words.value, to: RequestID.self))
         }
-        guard let id = value as? RequestID else { return nil }
+        guard case .stringConvertible(let stored)? = value, let id = stored as? RequestID else { return nil }
         return identifier(of: id)
     }
 

@@ -60,7 +60,7 @@ public struct RequestReporter: Sendable {
 
     /// As it ends, with the status it answered (500 for an error that has none) and the error
     /// thrown, if any. Always call it exactly once per `begin` (it frees the slot).
-    public func end(_ request: ReportedRequest, status: Int, error: (any Error)?) {
+    public func end(_ request: consuming ReportedRequest, status: Int, error: (any Error)?) {
         CrashReporter.endRequest(request.token)
         let method = request.method, route = request.route
         if options.breadcrumbs {
@@ -76,6 +76,16 @@ public struct RequestReporter: Sendable {
             }
         }
         guard options.reportsServerErrors, status >= 500 else { return }
+        reportServerError(request, status: status, error: error)
+    }
+
+    /// The non-fatal report of a 5xx or a thrown error, rate-limited. Not inlined into `end`: its
+    /// clock read (`ContinuousClock.Instant`, a type of the standard library whose size is known
+    /// only at run time) made every `end` call a metadata accessor and size its stack frame at
+    /// run time, for every request, 5xx or not (tools/profile-middleware).
+    @inline(never)
+    func reportServerError(_ request: ReportedRequest, status: Int, error: (any Error)?) {
+        let method = request.method, route = request.route
         guard let suppressed = limiter.take() else { return }
         var userInfo: [ErrorPayloadKey: ErrorPayloadValue] = [
             "route": .string(route), "method": .string(method), "status": .int(status), "request_id": .string(request.requestID),

@@ -45,11 +45,48 @@ public struct TraceIdentity: Sendable, Equatable {
         ServiceContext.current.flatMap { TraceIdentity(context: $0) }
     }
 
+    /// `current`, asked first of `binding` whether a ServiceContext is bound at all.
+    public static func current(_ binding: ServiceContextBinding) -> TraceIdentity? {
+        binding.isUnbound ? nil : current
+    }
+
     /// The current ServiceContext's trace, else the one of `traceparent` (a request's header).
     public static func resolve(traceparent: String?) -> TraceIdentity? {
         current ?? traceparent.flatMap { TraceIdentity(traceparent: $0) }
     }
 }
+
+/// Whether the current task (or thread) has a ServiceContext bound, asked of the Swift runtime
+/// with the task-local's key, found once. Most servers' requests run with none (no tracer, or no
+/// tracing middleware before ours), and `ServiceContext.current` then costs a generic
+/// `TaskLocal.get()` (its value copied through value witnesses) and a lazy global's `swift_once`
+/// on every request: half of the trace's 0.3 points of the Hummingbird middleware's share in
+/// tools/profile-middleware (Docs/Decisions/0061). The key is what `TaskLocal` itself passes to
+/// the runtime: the `TaskLocal` object's address. At init, a context bound by `withValue` must be
+/// found with it; if not, `isUnbound` is always false and `current` asks as before.
+public struct ServiceContextBinding: Sendable {
+    private let key: UInt
+    private let usable: Bool
+
+    public init() {
+        key = UInt(bitPattern: Unmanaged.passUnretained(ServiceContext.$current).toOpaque())
+        let probe = key
+        usable = ServiceContext.$current.withValue(.topLevel) { Self.bound(probe) }
+    }
+
+    /// True only when no ServiceContext is bound, so `ServiceContext.current` is nil.
+    public var isUnbound: Bool { usable && !Self.bound(key) }
+
+    private static func bound(_ key: UInt) -> Bool {
+        taskLocalValue(UnsafeRawPointer(bitPattern: key)!) != nil
+    }
+}
+
+/// The Swift runtime's look-up of a task-local binding by key (the one `TaskLocal.get()` makes):
+/// the bound value's address, or nil when the task and its parents (or, outside a task, the
+/// thread) bind none.
+@_silgen_name("swift_task_localValueGet")
+private func taskLocalValue(_ key: UnsafeRawPointer) -> UnsafeMutableRawPointer?
 
 struct DictionaryInjector: Injector {
     func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {

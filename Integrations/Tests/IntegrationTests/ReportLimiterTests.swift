@@ -50,3 +50,29 @@ func serviceContextTrace() {
     }
     #expect(TraceIdentity.current == nil)
 }
+
+@Test("the binding check sees a ServiceContext bound on a thread, in a task, in a child task and after a suspension; none outside")
+func serviceContextBinding() async {
+    let binding = ServiceContextBinding()
+    var context = ServiceContext.topLevel
+    context[W3CTestInstrument.SpanKey.self] = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"
+    #expect(binding.isUnbound, "nothing bound: unbound (the probe at init found the runtime's binding)")
+    ServiceContext.withValue(context) { #expect(!binding.isUnbound, "bound on this thread, outside any task's own") }
+    await ServiceContext.withValue(context) {
+        #expect(!binding.isUnbound)
+        await Task.yield()
+        #expect(!binding.isUnbound, "after a suspension")
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { binding.isUnbound }
+            for await unbound in group { #expect(!unbound, "a child task inherits its parent's binding") }
+        }
+        let detached = await Task.detached { binding.isUnbound }.value
+        #expect(detached, "a detached task inherits none")
+    }
+    ServiceContext.$current.withValue(nil) {
+        #expect(!binding.isUnbound, "nil bound explicitly: not known to be unbound, so current is asked (and says nil)")
+        #expect(TraceIdentity.current(binding) == nil)
+    }
+    #expect(binding.isUnbound)
+    #expect(TraceIdentity.current(binding) == nil)
+}
