@@ -11,15 +11,14 @@ import HTTPTypes
 import Hummingbird
 import Logging
 
-/// Built once: `HTTPField.Name(_:)` validates its text each time.
-private let traceparentField = HTTPField.Name("traceparent")!
-
 /// The first `traceparent` field's value (the W3C form allows one), looked up only when the
 /// ServiceContext has no trace, by a loop over the fields: `HTTPFields`' subscript goes through a
 /// lazy filtered sequence and a join, a tenth of a point of the middleware's share in
-/// tools/profile-middleware for a request without the header.
-private func traceparent(of fields: HTTPFields) -> String? {
-    for field in fields where field.name == traceparentField { return field.value }
+/// tools/profile-middleware for a request without the header. `name` is made once, by the
+/// caller's closure (`HTTPField.Name(_:)` validates its text each time, and a global would be a
+/// `swift_once` call on every read).
+private func traceparent(of fields: HTTPFields, name: HTTPField.Name) -> String? {
+    for field in fields where field.name == name { return field.value }
     return nil
 }
 
@@ -31,8 +30,9 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
         /// its non-fatal report, so a report can be joined to the trace. Default: the current
         /// ServiceContext's (a tracer bootstrapped and Hummingbird's TracingMiddleware before this
         /// one), else the W3C `traceparent` header's.
-        public var trace: @Sendable (Request) -> TraceIdentity? = { [binding = ServiceContextBinding()] request in
-            TraceIdentity.current(binding) ?? traceparent(of: request.headers).flatMap { TraceIdentity(traceparent: $0) }
+        public var trace: @Sendable (Request) -> TraceIdentity? = {
+            [binding = ServiceContextBinding(), name = HTTPField.Name("traceparent")!] request in
+            TraceIdentity.current(binding) ?? traceparent(of: request.headers, name: name).flatMap { TraceIdentity(traceparent: $0) }
         }
 
         public init() {}
@@ -72,7 +72,12 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
 /// it is read as the struct's only 8 bytes; at init two fresh ids are formatted both ways, and
 /// unless both agree (size, layout and format as expected) this is nil and `context.id` is used.
 struct RequestIDText: Sendable {
-    private let prefix: [UInt8]
+    /// The id's text as `RequestIdentifier`'s inline words hold it, with the prefix written and the
+    /// 16 digits' bytes (and the rest) zero: each id is this, with its digits stored at
+    /// `prefix.count`. Two unaligned stores instead of copying the prefix byte by byte into a
+    /// buffer a closure is given.
+    private let template: (UInt64, UInt64, UInt64, UInt64)
+    private let prefixCount: Int
     /// Whether a `RequestID` in a logger's metadata value is read straight from the value's bytes
     /// (its type compared, its 8 bytes loaded) instead of `as? RequestID`, a dynamic cast
     /// (`tryCast`, `swift_dynamicCast`: ~0.1 points of the middleware's share in
@@ -95,7 +100,10 @@ struct RequestIDText: Sendable {
             prefix = head
         }
         guard let prefix, prefix.count + 16 <= RequestIdentifier.inlineCapacity else { return nil }
-        self.prefix = prefix
+        var template: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &template) { raw in raw.copyBytes(from: prefix) }
+        self.template = template
+        prefixCount = prefix.count
         let probe = RequestID(), metadata = requestIDMetadata
         let read = Self.words(of: .stringConvertible(probe))
         readsContainer = MemoryLayout<any CustomStringConvertible & Sendable>.size == 40
@@ -103,7 +111,6 @@ struct RequestIDText: Sendable {
             && read?.value == unsafeBitCast(probe, to: UInt64.self) && read?.type == metadata
             && Self.words(of: .stringConvertible("a string"))?.type != metadata
             && Self.words(of: .stringConvertible(12345 as Int))?.type != metadata
-            && Self.words(of: .string("a string")) == nil && Self.words(of: nil) == nil
     }
 
     /// For a `.stringConvertible` metadata value, the first word of its existential container
@@ -114,11 +121,18 @@ struct RequestIDText: Sendable {
     /// .stringConvertible(let v)`) copied it into a new container each time, and `type(of:)` or a
     /// generic `withUnsafeBytes` were runtime calls. Trusted only as far as init's probe found it
     /// right (`readsContainer`). nil for any other case.
-    private static func words(of value: Logger.MetadataValue?) -> (value: UInt64, type: UInt64)? {
+    /// `value` is `inout` so that its bytes are read where they are: a borrowed value was first
+    /// copied (and later destroyed) through `Logger.MetadataValue`'s value witnesses.
+    private static func words(of value: inout Logger.MetadataValue?) -> (value: UInt64, type: UInt64)? {
         guard case .stringConvertible? = value else { return nil }
-        return withUnsafeBytes(of: value) { raw in
+        return withUnsafeBytes(of: &value) { raw in
             (raw.load(fromByteOffset: 0, as: UInt64.self), raw.load(fromByteOffset: 24, as: UInt64.self))
         }
+    }
+
+    private static func words(of value: Logger.MetadataValue?) -> (value: UInt64, type: UInt64)? {
+        var value = value
+        return words(of: &value)
     }
 
     /// The context's request id, or nil when its logger holds no `RequestID` under "hb.request.id".
@@ -127,9 +141,9 @@ struct RequestIDText: Sendable {
     }
 
     func identifier(of logger: Logger) -> RequestIdentifier? {
-        let value = logger[metadataKey: "hb.request.id"]
+        var value = logger[metadataKey: "hb.request.id"]
         if readsContainer {
-            guard let words = Self.words(of: value), words.type == requestIDMetadata else { return nil }
+            guard let words = Self.words(of: &value), words.type == requestIDMetadata else { return nil }
             return identifier(of: unsafeBitCast(words.value, to: RequestID.self))
         }
         guard case .stringConvertible(let stored)? = value, let id = stored as? RequestID else { return nil }
@@ -138,10 +152,13 @@ struct RequestIDText: Sendable {
 
     /// What `id.description` gives, inline.
     func identifier(of id: RequestID) -> RequestIdentifier {
-        RequestIdentifier(count: prefix.count + 16) { buffer in
-            _ = buffer.initialize(from: prefix)
-            Self.writeDigits(of: id, into: UnsafeMutableBufferPointer(rebasing: buffer[prefix.count...]))
+        var words = template
+        let value = unsafeBitCast(id, to: UInt64.self), at = prefixCount
+        withUnsafeMutableBytes(of: &words) { raw in
+            raw.storeBytes(of: Self.hexDigits(UInt32(truncatingIfNeeded: value >> 32)).bigEndian, toByteOffset: at, as: UInt64.self)
+            raw.storeBytes(of: Self.hexDigits(UInt32(truncatingIfNeeded: value)).bigEndian, toByteOffset: at + 8, as: UInt64.self)
         }
+        return RequestIdentifier(inlineWords: words, count: at + 16)
     }
 
     /// The id's counter as 16 lower-case hex digits, leading zeros kept, into `out` (16 bytes).

@@ -25,6 +25,15 @@ public struct RequestIdentifier: Sendable, CustomStringConvertible, Equatable {
         inlineCount = Int8(count)
     }
 
+    /// An id of `count` bytes (at most `inlineCapacity`) given as the inline words' first `count`
+    /// bytes, in memory order; the bytes after them must be zero (as `init(count:writing:)`
+    /// leaves them, so that equal ids are equal words).
+    public init(inlineWords words: (UInt64, UInt64, UInt64, UInt64), count: Int) {
+        precondition(count >= 0 && count <= Self.inlineCapacity, "an inline request id has at most 32 bytes")
+        inline = words
+        inlineCount = Int8(count)
+    }
+
     /// Calls `body` with the id's UTF-8 bytes.
     public func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         if inlineCount >= 0 {

@@ -60,7 +60,7 @@ public struct RequestReporter: Sendable {
 
     /// As it ends, with the status it answered (500 for an error that has none) and the error
     /// thrown, if any. Always call it exactly once per `begin` (it frees the slot).
-    public func end(_ request: consuming ReportedRequest, status: Int, error: (any Error)?) {
+    public func end(_ request: ReportedRequest, status: Int, error: (any Error)?) {
         CrashReporter.endRequest(request.token)
         let method = request.method, route = request.route
         if options.breadcrumbs {

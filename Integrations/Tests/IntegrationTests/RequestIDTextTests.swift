@@ -57,6 +57,10 @@ struct RequestIdentifierTests {
             #expect(inline.withUTF8 { Array($0) } == bytes, "\(count) bytes inline")
             #expect(asText.withUTF8 { Array($0) } == Array(text.utf8))
             #expect(inline.description == text && inline == asText, "\(count): \(inline.description) against \(text)")
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: bytes) }
+            let fromWords = RequestIdentifier(inlineWords: words, count: count)
+            #expect(fromWords == inline && fromWords.description == text, "\(count) bytes given as words")
         }
         let long = String(repeating: "x", count: 100)
         #expect(RequestIdentifier(long).description == long)
