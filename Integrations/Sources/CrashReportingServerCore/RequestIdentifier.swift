@@ -25,10 +25,9 @@ public struct RequestIdentifier: Sendable, CustomStringConvertible, Equatable {
         inlineCount = Int8(count)
     }
 
-    /// An id of `count` bytes (at most `inlineCapacity`) given as the inline words' first `count`
-    /// bytes, in memory order; the bytes after them must be zero (as `init(count:writing:)`
-    /// leaves them, so that equal ids are equal words).
-    public init(inlineWords words: (UInt64, UInt64, UInt64, UInt64), count: Int) {
+    /// An id of `count` bytes (at most `inlineCapacity`): the inline words' first `count` bytes,
+    /// in memory order. Only those bytes are read (`withUTF8`, `==`, `description`).
+    package init(inlineWords words: (UInt64, UInt64, UInt64, UInt64), count: Int) {
         precondition(count >= 0 && count <= Self.inlineCapacity, "an inline request id has at most 32 bytes")
         inline = words
         inlineCount = Int8(count)

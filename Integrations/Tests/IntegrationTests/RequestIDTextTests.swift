@@ -42,6 +42,22 @@ struct RequestIDTextTests {
     }
 }
 
+@Test("the id's text from a template, for every prefix length 0-16 (aligned and unaligned stores) and extreme counters")
+func textFromTemplate() {
+    let alphabet = Array("0123456789abcdefghijklmnop".utf8)
+    for length in 0...16 {
+        let prefix = Array(alphabet.prefix(length))
+        var template: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &template) { $0.copyBytes(from: prefix) }
+        for value: UInt64 in [0, 1, 0xF, 0xA0, 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, .max, 0x8000_0000_0000_0000] {
+            let digits = String(value, radix: 16)
+            let expected = String(decoding: prefix, as: UTF8.self) + String(repeating: "0", count: 16 - digits.count) + digits
+            let text = RequestIDText.text(of: value, template: template, prefixCount: length)
+            #expect(text.description == expected, "prefix of \(length): \(text.description) against \(expected)")
+        }
+    }
+}
+
 @Suite("Request identifiers")
 struct RequestIdentifierTests {
     @Test("an id written inline (0 to 32 bytes) and the same id as a String give the same bytes, text and equality")
