@@ -74,7 +74,7 @@ public struct CrashReportingMiddleware<Context: RequestContext>: RouterMiddlewar
 struct RequestIDText: Sendable {
     /// The id's text as `RequestIdentifier`'s inline words hold it, with the prefix written and the
     /// 16 digits' bytes (and the rest) zero: each id is this, with its digits stored at
-    /// `prefix.count`. Two unaligned stores instead of copying the prefix byte by byte into a
+    /// `prefixCount`. Two unaligned stores instead of copying the prefix byte by byte into a
     /// buffer a closure is given.
     private let template: (UInt64, UInt64, UInt64, UInt64)
     private let prefixCount: Int
@@ -120,9 +120,9 @@ struct RequestIDText: Sendable {
     /// container is the case's payload, at the value's start. Binding the payload (`case
     /// .stringConvertible(let v)`) copied it into a new container each time, and `type(of:)` or a
     /// generic `withUnsafeBytes` were runtime calls. Trusted only as far as init's probe found it
-    /// right (`readsContainer`). nil for any other case.
-    /// `value` is `inout` so that its bytes are read where they are: a borrowed value was first
-    /// copied (and later destroyed) through `Logger.MetadataValue`'s value witnesses.
+    /// right (`readsContainer`). nil for any other case. `value` is `inout` so that its bytes are
+    /// read where they are: a borrowed value was first copied (and later destroyed) through
+    /// `Logger.MetadataValue`'s value witnesses.
     private static func words(of value: inout Logger.MetadataValue?) -> (value: UInt64, type: UInt64)? {
         guard case .stringConvertible? = value else { return nil }
         return withUnsafeBytes(of: &value) { raw in
@@ -156,8 +156,9 @@ struct RequestIDText: Sendable {
     }
 
     /// `template` (a prefix of `prefixCount` bytes, 0 to 16, then zeros) with `value`'s 16 hex
-    /// digits stored at the prefix's end: two 8-byte stores, unaligned unless the prefix has 0, 8
-    /// or 16 bytes (Hummingbird's has 16 in 15 processes out of 16; the tests try every length).
+    /// digits, most significant first, stored at the prefix's end: two 8-byte stores, unaligned
+    /// unless the prefix has 0, 8 or 16 bytes (Hummingbird's has 16 in 15 processes out of 16;
+    /// the tests try every length).
     static func text(of value: UInt64, template: (UInt64, UInt64, UInt64, UInt64), prefixCount at: Int) -> RequestIdentifier {
         precondition(at >= 0 && at + 16 <= RequestIdentifier.inlineCapacity)
         var words = template
@@ -168,18 +169,9 @@ struct RequestIDText: Sendable {
         return RequestIdentifier(inlineWords: words, count: at + 16)
     }
 
-    /// The id's counter as 16 lower-case hex digits, leading zeros kept, into `out` (16 bytes).
-    /// Eight digits at a time: each half's nibbles spread one to a byte, then '0' added to every
-    /// byte, and 39 more ('a' − '0' − 10) to those above 9, then stored most significant first.
-    private static func writeDigits(of id: RequestID, into out: UnsafeMutableBufferPointer<UInt8>) {
-        precondition(out.count >= 16)
-        let value = unsafeBitCast(id, to: UInt64.self)
-        let base = UnsafeMutableRawPointer(out.baseAddress!)
-        base.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value >> 32)).bigEndian, as: UInt64.self)
-        (base + 8).storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value)).bigEndian, as: UInt64.self)
-    }
-
-    /// The eight hex digits of `half` as bytes, the last digit in the lowest byte.
+    /// The eight hex digits of `half` as bytes, the last digit in the lowest byte: its nibbles
+    /// spread one to a byte, then '0' added to every byte, and 39 more ('a' − '0' − 10) to those
+    /// above 9.
     private static func hexDigits(_ half: UInt32) -> UInt64 {
         var n = UInt64(half)
         n = (n | n << 16) & 0x0000_FFFF_0000_FFFF
@@ -189,10 +181,9 @@ struct RequestIDText: Sendable {
         return n &+ 0x3030_3030_3030_3030 &+ aboveNine &* 39
     }
 
+    /// The id's 16 digits as `text(of:template:prefixCount:)` writes them (no prefix): what init
+    /// compares with `RequestID.description`.
     private static func digits(of id: RequestID) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: 16) { buffer, count in
-            writeDigits(of: id, into: buffer)
-            count = 16
-        }
+        text(of: unsafeBitCast(id, to: UInt64.self), template: (0, 0, 0, 0), prefixCount: 0).withUTF8 { Array($0) }
     }
 }
