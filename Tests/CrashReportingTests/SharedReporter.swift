@@ -4,7 +4,10 @@ import Foundation
 import Testing
 
 enum SharedReporter {
-    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("in-process-\(getpid())")
+    /// A folder of this process's own: named by the pid alone, a later run whose test process got
+    /// a pid an earlier run had used found that run's files (its api_logs spool: two files where
+    /// the network logging test expects its session's one).
+    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("in-process-\(getpid())-\(UUID().uuidString)")
     private static let outcome: Result<Void, any Error> = Result {
         try CrashReporter.start(.init(appID: "com.example.in-process-tests", reportsDirectory: directory.path,
                                       appVersion: "3.1.4", buildNumber: "271", environment: "staging"))
