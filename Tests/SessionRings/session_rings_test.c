@@ -509,8 +509,11 @@ static int residency(void) {
     log_text("second");
     int after = resident_pages();
     int total_pages = (int)((sizeof(ccr_session_file) + 4095) / 4096);
-    CHECK(before >= 0 && after >= 0 && after <= 8, "residency: %d of %d pages in the page cache after two breadcrumbs (%d before)",
-          after, total_pages, before);
+    // One page more: the one both breadcrumbs are in. Their ring's third slot starts on the next
+    // page, and each append prefetches the slot after it (Decision 0062): a prefetch brings no
+    // page of a hole in.
+    CHECK(before >= 0 && after >= 0 && after <= before + 1,
+          "residency: %d of %d pages in the page cache after two breadcrumbs (%d before)", after, total_pages, before);
     printf("residency: %d of %d pages after two breadcrumbs (%d before)\n", after, total_pages, before);
     printf("%s: %d failure(s)\n", failures ? "session residency FAILED" : "session residency passed", failures);
     return failures ? 1 : 0;

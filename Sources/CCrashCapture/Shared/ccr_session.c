@@ -18,6 +18,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "CCrashCapture.h"
 #include "ccr_copy.h"
@@ -62,6 +65,18 @@ static void resolve_coarse_clock(void) {
 }
 
 static void check_request_clock(void);
+
+#if defined(__x86_64__)
+/// Whether this processor has PREFETCHW (CPUID 0x80000001 ECX bit 8, PRFCHW): AMD64 processors,
+/// Intel's from Broadwell on. Set at session open; publish (Decision 0062) prefetches for reading
+/// without it rather than rely on older processors running the opcode as a NOP.
+static int has_prefetchw;
+
+static void check_prefetchw(void) {
+    unsigned int eax, ebx, ecx, edx;
+    has_prefetchw = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8)) != 0;
+}
+#endif
 
 int ccr_session_open(const char *path, const char *session_id, const char *app_id, const char *app_version,
                      char *error, size_t capacity) {
@@ -122,6 +137,9 @@ int ccr_session_open(const char *path, const char *session_id, const char *app_i
     pthread_once(&ring_key_once, make_ring_key);
     resolve_coarse_clock();
     check_request_clock();
+#if defined(__x86_64__)
+    check_prefetchw();
+#endif
     strncpy(session_path, path, sizeof session_path - 1);
     session_fd = fd;
     ccr_session = s;
@@ -290,7 +308,7 @@ void ccr_session_test_coarse_request_clock(void) {
 
 /// An append's slot, claimed and not yet published.
 typedef struct claimed_slot {
-    ccr_breadcrumb_ring *ring;   // not read by publish; tools/test-session-rings --self-test's late index store uses it
+    ccr_breadcrumb_ring *ring;   // publish's prefetch; tools/test-session-rings --self-test's late index store
     ccr_breadcrumb_slot *slot;
     uint64_t n;   // the breadcrumb's number in its ring
 } claimed_slot;
@@ -345,19 +363,27 @@ static inline __attribute__((always_inline)) int claim_slot(uint64_t request_ns,
 /// Makes a slot `claim_slot` gave readable.
 static inline __attribute__((always_inline)) void publish(const claimed_slot *c) {
     atomic_store_explicit(&c->slot->seq, 2 * c->n + 2, memory_order_release);
-    // The ring's next slot was last written 500 appends ago: its first lines are asked for now,
-    // for writing, so that the next append (on a server: the request's next breadcrumb) finds them
-    // in this core's cache instead of waiting on them at the first lock-prefixed instruction after
-    // it (a retain, the request slot's claim). Three lines: the header and an http breadcrumb's
-    // fields. A prefetch never faults and changes no byte. Not in the shared ring 0, whose next
-    // slot another thread may be about to write.
-    if (atomic_load_explicit(&c->ring->owner, memory_order_relaxed) == 0) return;
-    const char *next = (const char *)&c->ring->slots[(c->n + 1) % CCR_BREADCRUMB_CAPACITY];
+    // The ring's next slot was last written a lap ago (500 appends; on a server, 250 requests):
+    // its first lines are asked for now, for writing, so that the next append (on a server: the
+    // request's next breadcrumb) finds them in this core's cache instead of waiting on them at the
+    // first lock-prefixed instruction after it (a release, the request slot's claim). Three
+    // lines: the header and an http breadcrumb's fields without a trace. A prefetch never faults,
+    // changes no byte and makes no page of the sparse file resident. Not in the shared ring 0,
+    // whose next slot another thread may be about to write (Decision 0062).
+    ccr_session_file *s = ccr_session;
+    if (s == NULL || c->ring == &s->rings[0]) return;
+    const ccr_breadcrumb_slot *next = c->slot + 1;
+    if (next == &c->ring->slots[CCR_BREADCRUMB_CAPACITY]) next = &c->ring->slots[0];
 #if defined(__x86_64__)
-    __asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)\n\tprefetchw 128(%0)" : : "r"(next));
-#elif defined(__aarch64__)
-    __asm__ volatile("prfm pstl1keep, [%0]\n\tprfm pstl1keep, [%0, #64]\n\tprfm pstl1keep, [%0, #128]" : : "r"(next));
+    // prefetchw itself: __builtin_prefetch(p, 1, 3) is prefetcht0, a read, without -mprfchw.
+    if (has_prefetchw) {
+        __asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)\n\tprefetchw 128(%0)" : : "r"(next));
+        return;
+    }
 #endif
+    __builtin_prefetch((const char *)next, 1, 3);        // prfm pstl1keep on aarch64
+    __builtin_prefetch((const char *)next + 64, 1, 3);
+    __builtin_prefetch((const char *)next + 128, 1, 3);
 }
 
 static inline __attribute__((always_inline)) void append(uint8_t level, uint8_t kind, const char *tag, size_t tag_length,
