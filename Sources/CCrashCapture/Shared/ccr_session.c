@@ -67,14 +67,15 @@ static void resolve_coarse_clock(void) {
 static void check_request_clock(void);
 
 #if defined(__x86_64__)
-/// Whether this processor has PREFETCHW (CPUID 0x80000001 ECX bit 8, PRFCHW): AMD64 processors,
-/// Intel's from Broadwell on. Set at session open; publish (Decision 0062) prefetches for reading
-/// without it rather than rely on older processors running the opcode as a NOP.
-static int has_prefetchw;
+/// Whether this processor has PREFETCHW (CPUID 0x80000001 ECX bit 8: PRFCHW on Intel, from
+/// Broadwell on; 3DNowPrefetch on AMD). Set at session open; publish (Decision 0062) prefetches
+/// for reading without it rather than rely on older processors running the opcode as a NOP.
+static _Atomic int has_prefetchw;   // relaxed: set once, before the session is published
 
 static void check_prefetchw(void) {
     unsigned int eax, ebx, ecx, edx;
-    has_prefetchw = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8)) != 0;
+    int has = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8)) != 0;
+    atomic_store_explicit(&has_prefetchw, has, memory_order_relaxed);
 }
 #endif
 
@@ -311,6 +312,7 @@ typedef struct claimed_slot {
     ccr_breadcrumb_ring *ring;   // publish's prefetch; tools/test-session-rings --self-test's late index store
     ccr_breadcrumb_slot *slot;
     uint64_t n;   // the breadcrumb's number in its ring
+    int own;      // the ring is this thread's (not the shared ring 0)
 } claimed_slot;
 
 /// Claims the slot of this thread's ring an append writes, marks it as being written and gives it
@@ -357,6 +359,7 @@ static inline __attribute__((always_inline)) int claim_slot(uint64_t request_ns,
     c->ring = ring;
     c->slot = slot;
     c->n = n;
+    c->own = ring != &s->rings[0];
     return 1;
 }
 
@@ -370,13 +373,12 @@ static inline __attribute__((always_inline)) void publish(const claimed_slot *c)
     // lines: the header and an http breadcrumb's fields without a trace. A prefetch never faults,
     // changes no byte and makes no page of the sparse file resident. Not in the shared ring 0,
     // whose next slot another thread may be about to write (Decision 0062).
-    ccr_session_file *s = ccr_session;
-    if (s == NULL || c->ring == &s->rings[0]) return;
+    if (!c->own) return;
     const ccr_breadcrumb_slot *next = c->slot + 1;
     if (next == &c->ring->slots[CCR_BREADCRUMB_CAPACITY]) next = &c->ring->slots[0];
 #if defined(__x86_64__)
     // prefetchw itself: __builtin_prefetch(p, 1, 3) is prefetcht0, a read, without -mprfchw.
-    if (has_prefetchw) {
+    if (atomic_load_explicit(&has_prefetchw, memory_order_relaxed)) {
         __asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)\n\tprefetchw 128(%0)" : : "r"(next));
         return;
     }
