@@ -405,6 +405,39 @@ static void *idle_thread(void *unused) {
     return NULL;
 }
 
+void cfs_use_up_descriptors(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur > 256) {
+        limit.rlim_cur = 256;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    while (open("/dev/null", O_RDONLY) >= 0) {}
+}
+
+static void *crash_once_main_is_a_zombie(void *unused) {
+    (void)unused;
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)getpid());
+    for (;;) {
+        int fd = open(path, O_RDONLY);
+        ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+        if (fd >= 0) close(fd);
+        if (n > 0) {
+            text[n] = '\0';
+            if (strstr(text, "\nState:\tZ") != NULL) break;
+        }
+        usleep(1000);
+    }
+    cfs_write_null_pointer();
+    return NULL;
+}
+
+void cfs_exit_main_thread_then_crash(void) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, crash_once_main_is_a_zombie, NULL);
+    pthread_exit(NULL);
+}
+
 void cfs_start_idle_threads(int count) {
     int created = 0;
     for (; created < count; created++) {

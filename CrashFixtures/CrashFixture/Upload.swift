@@ -60,6 +60,7 @@ func fixtureConfiguration(_ reportsDirectory: String) -> CrashReporter.Configura
     }
     configuration.crashLineOnStandardError = environment["CRASH_FIXTURE_CRASH_LINE"] == "1"
     if let wait = milliseconds("CRASH_FIXTURE_THREAD_WAIT_MS") { configuration.threads.wait = wait }
+    if let limit = environment["CRASH_FIXTURE_MAX_THREADS"].flatMap(Int.init) { configuration.threads.maxThreads = limit }
     if let timeout = milliseconds("CRASH_FIXTURE_WATCHDOG_TIMEOUT_MS") { configuration.watchdogTimeout = timeout }
     return configuration
 }

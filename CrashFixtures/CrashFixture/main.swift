@@ -403,6 +403,12 @@ case .namedThreadsThenCrash:
     if ProcessInfo.processInfo.environment["CRASH_FIXTURE_TAKE_THREAD_SIGNAL"] == "1" {
         signal(ccr_thread_capture_signal(), SIG_IGN)   // another library takes the signal after start
     }
+    if ProcessInfo.processInfo.environment["CRASH_FIXTURE_USE_UP_DESCRIPTORS"] == "1" {
+        cfs_use_up_descriptors()   // a server that leaked its descriptors, then crashed
+    }
+    if ProcessInfo.processInfo.environment["CRASH_FIXTURE_MAIN_EXITS"] == "1" {
+        cfs_exit_main_thread_then_crash()   // the main thread a zombie, another thread crashes
+    }
     level1(fixture)
 case .dlopenedLibraryCrash:
     if let unloadedAfterStart { dlclose(unloadedAfterStart) }

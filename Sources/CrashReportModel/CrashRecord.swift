@@ -69,6 +69,12 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var senderPID: Int32?
         /// The handler saw the fault just below the stack pointer: the thread ran out of stack.
         public var stackOverflow: Bool? = nil
+
+        /// The name of a signal the handler handles, by number (Linux), else "SIG<n>".
+        public static func name(of number: Int32) -> String {
+            let names: [Int32: String] = [4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV", 31: "SIGSYS"]
+            return names[number] ?? "SIG\(number)"
+        }
     }
 
     public struct Thread: Sendable, Equatable, Codable {
@@ -88,12 +94,17 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         public var state: String
         public var frames: [Frame]
         public var stack: Stack?
+        /// The thread crashed too, while the crash this record is about was being recorded (the
+        /// handler records one crash; a second waits): its own signal. Its frames are where it
+        /// crashed (it answered from its crash's context).
+        public var crashedToo: Signal? = nil
 
-        public init(thread: Thread, state: String, frames: [Frame] = [], stack: Stack? = nil) {
+        public init(thread: Thread, state: String, frames: [Frame] = [], stack: Stack? = nil, crashedToo: Signal? = nil) {
             self.thread = thread
             self.state = state
             self.frames = frames
             self.stack = stack
+            self.crashedToo = crashedToo
         }
     }
 
@@ -113,6 +124,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
         /// Time spent waiting for answers, and in the whole collection.
         public var waitNanoseconds: UInt64
         public var elapsedNanoseconds: UInt64
+        /// Why /proc/self/task could not be opened (the other threads are then unknown, not
+        /// absent), e.g. 24, EMFILE; nil when it was.
+        public var listErrno: Int? = nil
     }
 
     /// The `modules` line: where the module lines came from.
@@ -510,9 +524,12 @@ extension CrashRecord {
         processID = Int32(exactly: line["pid"] as? Int ?? 0) ?? 0
         timestamp = Date(timeIntervalSince1970: Double(Self.unsigned(line["timestamp_ns"]) ?? 0) / 1e9)
         architecture = ""
-        let names = [4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV", 31: "SIGSYS"]
-        signal = Signal(number: Int32(signo), name: names[signo] ?? "SIG\(signo)", code: Int32(line["code"] as? Int ?? 0),
-                        codeName: "", faultAddress: Address(0), senderPID: nil)
+        // The fault address and the sender's pid as the record's signal line has them (lines
+        // written before they were added have neither: no address is made up).
+        signal = Signal(number: Int32(signo), name: Signal.name(of: Int32(truncatingIfNeeded: signo)), code: Int32(line["code"] as? Int ?? 0),
+                        codeName: "", faultAddress: (line["fault_address"] as? String).flatMap(Address.init(hex:)),
+                        senderPID: (line["sender_pid"] as? Int).flatMap { Int32(exactly: $0) },
+                        stackOverflow: line["stack_overflow"] as? Bool == true ? true : nil)
         let tid = Int32(exactly: line["tid"] as? Int ?? 0) ?? 0
         thread = Thread(id: tid, name: "", isMain: tid == processID)
         registers = [:]
@@ -540,7 +557,10 @@ extension CrashRecord {
         }
         self.modules = modules
         self.frames = recordFrames
-        stack = Stack(unwinder: "crash-line", depth: frames.count, isTruncated: false, depthIsLowerBound: true)
+        // The stack's depth when the line has it: more than its frames means the line kept the
+        // innermost of a deeper stack.
+        let depth = max(frames.count, line["depth"] as? Int ?? 0)
+        stack = Stack(unwinder: "crash-line", depth: depth, isTruncated: depth > frames.count, depthIsLowerBound: line["depth"] == nil)
     }
 
     // Lines whose JSON value is kept as text, found by the prefix their writers give them.
@@ -633,7 +653,13 @@ extension CrashRecord {
             if thread == nil {
                 thread = parsed
             } else {
-                otherThreads.append(OtherThread(thread: parsed, state: line["state"] as? String ?? ""))
+                var crashedToo: Signal?
+                if let too = line["crashed_too"] as? [String: Any], let signo = too["signo"] as? Int, let number = Int32(exactly: signo) {
+                    let code = Int32(exactly: too["code"] as? Int ?? 0) ?? 0
+                    crashedToo = Signal(number: number, name: Signal.name(of: number), code: code, codeName: "",
+                                        faultAddress: (too["fault_address"] as? String).flatMap(Address.init(hex:)), senderPID: nil)
+                }
+                otherThreads.append(OtherThread(thread: parsed, state: line["state"] as? String ?? "", crashedToo: crashedToo))
             }
         case .registers:
             let values: [String: String] = try Self.field(line, "values")
@@ -673,7 +699,8 @@ extension CrashRecord {
                 asked: try Self.field(line, "asked"), answered: try Self.field(line, "answered"),
                 signal: try Self.int32(line, "signo"), signalTaken: line["signal_taken"] as? Bool ?? false,
                 waitNanoseconds: try Self.unsignedField(line, "wait_ns"),
-                elapsedNanoseconds: try Self.unsignedField(line, "elapsed_ns"))
+                elapsedNanoseconds: try Self.unsignedField(line, "elapsed_ns"),
+                listErrno: line["list_errno"] as? Int)
         case .module:
             modules.append(Module(
                 path: try Self.field(line, "path"),

@@ -7,7 +7,10 @@ import Foundation
 extension CrashReport {
     public var text: String {
         var out: [String] = []
-        let title = "Crash report \(recordID)" + (isPartial ? "  (PARTIAL: the record was cut short)" : "")
+        // A crash line (standard error) is not a record cut short: it holds the innermost frames by design.
+        let fromCrashLine = stack?.unwinder == "crash-line"
+        let title = "Crash report \(recordID)" + (fromCrashLine ? "  (from a crash line: the innermost frames only)"
+                                                  : isPartial ? "  (PARTIAL: the record was cut short)" : "")
         out.append(title)
         out.append(String(repeating: "=", count: title.count))
         if !appID.isEmpty {
@@ -54,21 +57,25 @@ extension CrashReport {
         var header = (hang != nil ? "Hung thread " : "Crashed thread ") + "\(thread.id)"
         if !thread.name.isEmpty { header += " \"\(thread.name)\"" }
         if thread.isMain { header += " (main)" }
-        // Outermost frames, when kept, follow the innermost after a gap in the indices.
-        let gap = thread.frames.indices.dropFirst().first { thread.frames[$0].index > thread.frames[$0 - 1].index + 1 }
-        let innermost = gap.map { Array(thread.frames[..<$0]) } ?? thread.frames
+        // Outer frames, when kept, follow the innermost after a gap in the indices: where a
+        // recursion cut by the limit was entered (a second gap after them), then the outermost.
+        let gaps = thread.frames.indices.dropFirst().filter { thread.frames[$0].index > thread.frames[$0 - 1].index + 1 }
+        let innermost = gaps.first.map { Array(thread.frames[..<$0]) } ?? thread.frames
         if let stack {
-            header += ": \(stack.isTruncated ? "innermost \(innermost.last.map { $0.index + 1 } ?? 0)\(gap == nil ? "" : " and outermost \(thread.frames.count - gap!)") of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
+            let outer = gaps.first.map { thread.frames.count - $0 } ?? 0
+            let outerText = gaps.isEmpty ? "" : gaps.count > 1 ? " and \(outer) outer (where the recursion was entered, and the outermost)" : " and outermost \(outer)"
+            header += ": \(stack.isTruncated ? "innermost \(innermost.last.map { $0.index + 1 } ?? 0)\(outerText) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
                 + (stack.unwindError.map { " (libunwind error \($0); the frames after it from frame pointers, the stack may be deeper)" } ?? "")
         }
         out.append(header)
         let allFrames = thread.frames + otherThreads.flatMap(\.frames)
         let moduleWidth = min(28, allFrames.map { fileName(of: $0.module ?? "?").count }.max() ?? 0)
-        out += innermost.map { frameLine($0, moduleWidth: moduleWidth) }
-        if let gap {
-            let skipped = thread.frames[gap].index - thread.frames[gap - 1].index - 1
-            out.append("    … \(skipped) frames not kept …")
-            out += thread.frames[gap...].map { frameLine($0, moduleWidth: moduleWidth) }
+        for (position, frame) in thread.frames.enumerated() {
+            if gaps.contains(position) {
+                let skipped = frame.index - thread.frames[position - 1].index - 1
+                out.append("    … \(skipped) frames not kept …")
+            }
+            out.append(frameLine(frame, moduleWidth: moduleWidth))
         }
         // The other threads, in the record's order, after the one that crashed.
         for other in otherThreads {
@@ -78,7 +85,13 @@ extension CrashReport {
             if other.isMain { header += " (main)" }
             let state = other.state ?? ""
             if let stack = other.stack, stack.unwinder == "stack-scan" {
-                header += ": blocks the signal that asks threads to unwind; \(stack.depth) frames found by scanning its stack from the "
+                let why = switch state {
+                case "no_answer": "did not unwind itself in time"
+                case "stopped": "stopped (by a signal or a tracer)"
+                case "not_asked": "not asked (another handler had taken the signal that asks)"
+                default: "blocks the signal that asks threads to unwind"
+                }
+                header += ": \(why); \(stack.depth) frames found by scanning its stack from the "
                     + "system call it waits in (may include stale return addresses)"
             } else if let stack = other.stack {
                 header += ": \(stack.isTruncated ? "innermost \(other.frames.last.map { $0.index + 1 } ?? 0) of \(stack.depthIsLowerBound ? "more than " : "")\(stack.depth)" : "\(stack.depth)") frames, unwound by \(stack.unwinder)"
@@ -89,11 +102,26 @@ extension CrashReport {
                 case "exited": header += ": exited during the crash"
                 case "crash_reporter": header += ": the crash reporter's own (watchdog, uploads, memory sampler)"
                 case "not_asked": header += ": not asked (another handler had taken the signal that asks)"
+                case "stopped": header += ": stopped (by a signal or a tracer)"
                 default: header += state.isEmpty ? "" : ": \(state)"
                 }
             }
             out.append(header)
+            if let too = other.crashedToo {
+                // Its own crash, which the handler (recording this one) did not record as a crash of its own.
+                out.append("  Crashed too, while this crash was being recorded: \(too.name)"
+                    + (["SIGSEGV", "SIGBUS"].contains(too.name) ? too.faultAddress.map { " at \($0)" } ?? "" : "")
+                    + "; its frames are where it crashed")
+            }
             out += other.frames.map { frameLine($0, moduleWidth: moduleWidth) }
+        }
+        if let summary = record.threadsSummary, summary.listErrno == nil, summary.total > summary.listed {
+            out.append("")
+            out.append("Other threads: \(summary.total - summary.listed) more not listed (\(summary.total) in the process; the record lists at most \(summary.listed), the configured limit)")
+        }
+        if let listErrno = record.threadsSummary?.listErrno {
+            out.append("")
+            out.append("Other threads: unknown (/proc/self/task could not be opened at the crash: errno \(listErrno)\(listErrno == 24 ? ", EMFILE: the process had used up its file descriptors" : ""))")
         }
         out.append("")
 

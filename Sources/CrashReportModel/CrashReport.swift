@@ -89,14 +89,19 @@ public struct CrashReport: Sendable, Codable, Equatable {
         public var state: String?
         /// Another thread's stack line; the crashed thread's is the report's `stack`.
         public var stack: CrashRecord.Stack?
+        /// Another thread that crashed too while this crash was recorded: its signal (its frames
+        /// are where it crashed).
+        public var crashedToo: CrashRecord.Signal?
 
-        public init(id: Int32, name: String, isMain: Bool, frames: [Frame], state: String? = nil, stack: CrashRecord.Stack? = nil) {
+        public init(id: Int32, name: String, isMain: Bool, frames: [Frame], state: String? = nil, stack: CrashRecord.Stack? = nil,
+                    crashedToo: CrashRecord.Signal? = nil) {
             self.id = id
             self.name = name
             self.isMain = isMain
             self.frames = frames
             self.state = state
             self.stack = stack
+            self.crashedToo = crashedToo
         }
     }
 

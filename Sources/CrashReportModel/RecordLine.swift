@@ -63,7 +63,7 @@ public enum RecordLineType: String, CaseIterable, Sendable {
                     optional("stack_overflow", .bool)]
         case .thread:
             return [required("tid", .integer), optional("name", .string), optional("main", .bool), optional("crashed", .bool),
-                    optional("state", .string)]
+                    optional("state", .string), optional("crashed_too", .object)]
         case .registers:
             return [required("values", .object)]
         case .fatal_message:
@@ -93,7 +93,7 @@ public enum RecordLineType: String, CaseIterable, Sendable {
         case .threads:
             return [required("total", .integer), required("listed", .integer), required("asked", .integer),
                     required("answered", .integer), required("signo", .integer), optional("signal_taken", .bool),
-                    required("wait_ns", .unsigned), required("elapsed_ns", .unsigned)]
+                    required("wait_ns", .unsigned), required("elapsed_ns", .unsigned), optional("list_errno", .integer)]
         case .session:
             return [required("id", .string), optional("breadcrumbs_written", .unsigned)]
         case .nested_crash:

@@ -43,7 +43,7 @@ public final class Symbolicator: Symbolicating {
         let others = record.otherThreads.map { other in
             CrashReport.Thread(id: other.thread.id, name: other.thread.name, isMain: other.thread.isMain,
                                frames: symbolicate(other.frames, in: record, usedModules: &usedModules),
-                               state: other.state, stack: other.stack)
+                               state: other.state, stack: other.stack, crashedToo: other.crashedToo)
         }
 
         let images = record.modules.map { module -> CrashReport.Image in

@@ -115,7 +115,8 @@ struct AllThreadsTests {
         for (name, _) in Self.named {
             let other = try #require(record.otherThreads.first { $0.thread.name == name })
             #expect(other.state == "no_answer")
-            #expect(other.frames.isEmpty && other.stack == nil)
+            // No walk of its own; its stack is scanned from the system call it waits in, if any.
+            #expect(other.frames.isEmpty || other.stack?.unwinder == "stack-scan")
         }
         #expect(record.otherThreads.first { $0.thread.name == "fixture-masked" }?.state == "blocked_signal")
         let summary = try #require(record.threadsSummary)
@@ -139,6 +140,85 @@ struct AllThreadsTests {
             #expect(other.state == "not_asked")
             #expect(other.frames.isEmpty || other.stack?.unwinder == "stack-scan", "not asked: no walk of its own")
         }
+    }
+
+    @Test("a thread that crashes while another's crash is recorded is listed as crashed too, with the stack where it crashed", arguments: BuildConfiguration.allCases)
+    func crashedToo(_ configuration: BuildConfiguration) throws {
+        // Two workers fault together; the one-crash guard lets one record. The test knob makes the
+        // recording thread list the threads only once the other's crash is noted (at most 5 s), so
+        // the record is the one of two crashes at once, whatever the scheduler does.
+        let run = try FixtureRun.run("concurrent-crashes", configuration,
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "wait-for-second-crash", "CRASH_FIXTURE_THREAD_WAIT_MS": "5000"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        #expect(record.thread?.name == "fixture-worker")
+        let second = try #require(record.otherThreads.first { $0.crashedToo != nil }, "\(record.otherThreads.map { ($0.thread.name, $0.state) })")
+        #expect(record.otherThreads.filter { $0.crashedToo != nil }.count == 1)
+        #expect(second.thread.name == "fixture-worker" && second.thread.id != record.thread?.id)
+        #expect(second.crashedToo?.number == SIGSEGV && second.crashedToo?.code == 1 && second.crashedToo?.faultAddress == Address(0))
+        // Its frames are where it crashed, not the handler it waited in.
+        #expect(second.state == "answered")
+        var alone = record
+        alone.frames = second.frames
+        let frames = try LLVMSymbolizer.symbolize(alone)
+        #expect(frames.first?.mentions("cfs_write_null_pointer") == true, "\(describe(frames))")
+        if configuration == .debug {   // -O makes cfs_write_null_pointer a tail call of crashTogether's
+            #expect(frames.contains { $0.mentions("crashTogether") }, "\(describe(frames))")
+        }
+        #expect(frames.count >= 3, "\(describe(frames))")
+        #expect(!frames.contains { $0.mentions("wait_for_other_crash") || $0.mentions("ccr_signal_handler") }, "\(describe(frames))")
+        let (status, text, _) = try crashtool(["symbolicate", run.pendingRecords[0].path])
+        #expect(status == 0)
+        #expect(text.contains("Crashed too, while this crash was being recorded: SIGSEGV at 0x0"), "\(text)")
+    }
+
+    @Test("a process out of file descriptors still lists its threads; without the held descriptor, the record says they are unknown")
+    func outOfDescriptors() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug,
+                                     environment: ["CRASH_FIXTURE_USE_UP_DESCRIPTORS": "1", "CRASH_FIXTURE_THREAD_WAIT_MS": "5000"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        let summary = try #require(record.threadsSummary)
+        #expect(summary.listErrno == nil)
+        for (name, _) in Self.named {
+            #expect(record.otherThreads.contains { $0.thread.name == name && $0.state == "answered" }, "no answer from \(name)")
+        }
+
+        let kept = try FixtureRun.run("named-threads-then-crash", .debug,
+                                      environment: ["CRASH_FIXTURE_USE_UP_DESCRIPTORS": "1", "CRASH_REPORTING_TEST_MISBEHAVIOUR": "threads-spare-kept"])
+        let unknown = try kept.onlyRecord()
+        #expect(kept.terminatedBySignal == SIGSEGV)
+        #expect(unknown.threadsSummary?.listErrno == Int(EMFILE))
+        #expect(unknown.otherThreads.isEmpty)
+        let (status, text, _) = try crashtool(["symbolicate", kept.pendingRecords[0].path])
+        #expect(status == 0)
+        #expect(text.contains("Other threads: unknown (/proc/self/task could not be opened at the crash: errno 24, EMFILE"), "\(text)")
+    }
+
+    @Test("a main thread that exited (a zombie) is listed as exited, not asked", arguments: BuildConfiguration.allCases)
+    func zombieMainThread(_ configuration: BuildConfiguration) throws {
+        let run = try FixtureRun.run("named-threads-then-crash", configuration, environment: ["CRASH_FIXTURE_MAIN_EXITS": "1"])
+        let record = try run.onlyRecord()
+        #expect(run.terminatedBySignal == SIGSEGV)
+        #expect(record.thread?.isMain == false)
+        let main = try #require(record.otherThreads.first { $0.thread.isMain }, "\(record.otherThreads.map(\.thread.id))")
+        #expect(main.state == "exited")
+        #expect(main.frames.isEmpty)
+        // Not asked: it could never answer. The named threads still are.
+        #expect(record.threadsSummary.map { $0.asked >= Self.named.count } == true)
+    }
+
+    @Test("threads beyond the limit are counted, and the report says how many were not listed")
+    func beyondTheLimit() throws {
+        let run = try FixtureRun.run("named-threads-then-crash", .debug, environment: ["CRASH_FIXTURE_MAX_THREADS": "3"])
+        let record = try run.onlyRecord()
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
+        let summary = try #require(record.threadsSummary)
+        #expect(record.otherThreads.count == 3 && summary.listed == 4)
+        #expect(summary.total >= summary.listed + 4, "\(summary)")   // 7 others at least: the named four, the masked one, the reporter's two
+        let (status, text, _) = try crashtool(["symbolicate", run.pendingRecords[0].path])
+        #expect(status == 0)
+        #expect(text.contains("Other threads: \(summary.total - summary.listed) more not listed (\(summary.total) in the process"), "\(text)")
     }
 
     @Test("with threads turned off the record lists the crashed thread only")

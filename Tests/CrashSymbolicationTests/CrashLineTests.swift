@@ -19,6 +19,11 @@ struct CrashLineTests {
         #expect(line["id"] as? String == record.id)
         #expect(line["signo"] as? Int == 11)
         #expect(line["tid"] as? Int == Int(record.thread?.id ?? -1))
+        // The signal as the record says it: the fault address (a CPU fault), no sender, the depth.
+        #expect(line["fault_address"] as? String == record.signal?.faultAddress?.description)
+        #expect(record.signal?.faultAddress != nil)
+        #expect(line["sender_pid"] == nil && line["stack_overflow"] == nil)
+        #expect(line["depth"] as? Int == record.stack?.depth)
         let frames = try #require(line["frames"] as? [[String: Any]])
         #expect(frames.count == min(16, record.frames.count))
         #expect(zip(frames, record.frames).allSatisfy { ($0["address"] as? String) == $1.address.description })
@@ -33,8 +38,31 @@ struct CrashLineTests {
         let (status, symbolicated, _) = try crashtool(["symbolicate", log.path])
         #expect(status == 0)
         #expect(symbolicated.contains("SIGSEGV"))
+        #expect(symbolicated.contains("at \(try #require(record.signal?.faultAddress))"), "\(symbolicated)")
+        #expect(symbolicated.contains("from a crash line") && !symbolicated.contains("PARTIAL"), "\(symbolicated)")
         for level in 1...5 where configuration == .debug || level == 5 {
             #expect(symbolicated.contains("level\(level)("), "level\(level) in:\n\(symbolicated)")
         }
+    }
+
+    @Test("a stack overflow's crash line says so, with the stack's depth, and crashtool's reason is the record's")
+    func stackOverflowLine() throws {
+        let run = try FixtureRun.run("main-thread-stack-overflow", .release, environment: ["CRASH_FIXTURE_CRASH_LINE": "1"])
+        #expect(run.terminatedBySignal == SIGSEGV)
+        let record = try run.onlyRecord()
+        #expect(record.signal?.stackOverflow == true)
+        let lines = run.standardError.split(separator: "\n").filter { $0.contains(#"{"swift_crash_reporting":"crash""#) }
+        try #require(lines.count == 1, "stderr: \(run.standardError)")
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(line["stack_overflow"] as? Bool == true)
+        #expect(line["fault_address"] as? String == record.signal?.faultAddress?.description)
+        let depth = try #require(line["depth"] as? Int)
+        #expect(depth == record.stack?.depth && depth > 16, "depth \(depth)")
+        let log = temporaryFolder("crash-line-overflow").appendingPathExtension("log")
+        try Data((lines[0] + "\n").utf8).write(to: log)
+        let (status, symbolicated, _) = try crashtool(["symbolicate", log.path])
+        #expect(status == 0)
+        #expect(symbolicated.contains("Reason:    Stack overflow: SIGSEGV at \(try #require(record.signal?.faultAddress))"), "\(symbolicated)")
+        #expect(symbolicated.contains("innermost 16 of \(depth) frames"), "\(symbolicated)")
     }
 }

@@ -48,6 +48,13 @@ int cfs_fork_child_reusing_descriptors_that_faults(int *child_pid);
 int cfs_daemonise_then_fault(void);
 /// Starts `count` threads that sleep in pause(2), and returns once all are running.
 void cfs_start_idle_threads(int count);
+/// Lowers the soft descriptor limit to 256 (when higher) and opens /dev/null until open fails
+/// (EMFILE): the process has no descriptor free, as a server that leaks them does.
+void cfs_use_up_descriptors(void);
+/// Starts a thread that waits until the main thread is a zombie (it called pthread_exit: "State:
+/// Z" in its status), then writes through a null pointer; the caller (the main thread) then calls
+/// pthread_exit. Does not return.
+void cfs_exit_main_thread_then_crash(void) __attribute__((noreturn));
 /// Calls a leaf that keeps no frame (x86_64: rbp untouched, return address at [sp]) and writes to
 /// address 0x10.
 void cfs_call_frameless_leaf(void);

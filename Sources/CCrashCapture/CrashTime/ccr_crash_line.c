@@ -23,7 +23,8 @@ static const char *base_name(const char *path) {
     return last;
 }
 
-void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count) {
+void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count, int depth,
+                          int stack_overflow) {
     if (ccr_crash_line_fd < 0) return;
     const ccr_module *table = NULL;
     int modules = ccr_modules_written(&table);
@@ -44,6 +45,18 @@ void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintp
     ccr_writer_int(&w, signo);
     ccr_writer_key(&w, "code", 0);
     ccr_writer_int(&w, info ? info->si_code : 0);
+    // As the record's signal line: the faulting address for a fault the CPU raised, the sender's
+    // pid for a signal a process sent (its si_addr is not an address).
+    if (info && info->si_code > 0) {
+        ccr_writer_key(&w, "fault_address", 0);
+        ccr_writer_hex(&w, (uint64_t)(uintptr_t)info->si_addr);
+    } else if (info) {
+        ccr_writer_key(&w, "sender_pid", 0);
+        ccr_writer_int(&w, info->si_pid);
+    }
+    if (stack_overflow) ccr_writer_text(&w, ",\"stack_overflow\":true");
+    ccr_writer_key(&w, "depth", 0);   // the stack's frames counted, of which the innermost 16 follow
+    ccr_writer_int(&w, depth > count ? depth : count);
     ccr_writer_key(&w, "timestamp_ns", 0);
     ccr_writer_uint(&w, ccr_now_ns(CLOCK_REALTIME));
     ccr_writer_text(&w, ",\"frames\":[");

@@ -100,6 +100,14 @@ const char *ccr_libunwind_fallback_reason(void);
 /// first. Filled only by the walk that passes a `step_error` (the crashing thread's).
 #define CCR_OUTER_FRAMES 10
 int ccr_unwind_outer_frames(const uintptr_t **frames, int *first_index);
+/// When the kept frames end in a repeating pattern (a recursion cut by the limit: the same
+/// 1…CCR_RECURSION_PERIOD_MAX frames over and over), the frames where that pattern ends farther
+/// out, i.e. where the recursion was entered and from where: up to CCR_ENTRY_FRAMES addresses and
+/// the true index of the first. 0 when the walk saw no such end (no recursion at the cut, or the
+/// recursion reaches the outermost frames). Filled only by the crashing thread's walk.
+#define CCR_ENTRY_FRAMES 10
+#define CCR_RECURSION_PERIOD_MAX 12
+int ccr_unwind_entry_frames(const uintptr_t **frames, int *first_index);
 
 /// Swift async callers of the crashing thread's last libunwind walk: when one of its frames is a
 /// Swift async function (its saved frame pointer has bit 60 set, x86_64), the async context at
@@ -161,8 +169,10 @@ void ccr_record_write_requests(ccr_writer *w, int crashing_tid, uint64_t now_ns)
 /// Any module table: one `module` line per entry.
 void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int count);
 /// The one-line crash summary (Shared/ccr_crash_line.h) to its descriptor when it is on: record id,
-/// signal, thread and the innermost 16 frames as module + offset with build-ids. Async-signal-safe.
-void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count);
+/// signal (with the fault address, or the sender's pid, and whether it was a stack overflow), thread,
+/// the stack's depth and the innermost 16 frames as module + offset with build-ids. Async-signal-safe.
+void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count, int depth,
+                          int stack_overflow);
 /// Writes the end line, fdatasyncs, renames new/ → pending/, then appends the timing line.
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);

@@ -348,9 +348,11 @@ static void handle_nested_crash(int signo, const siginfo_t *info) {
 }
 
 /// Another thread owns the crash: wait (bounded) for it to end the process.
-static void wait_for_other_crash(int signo) {
+static void wait_for_other_crash(int signo, siginfo_t *info, void *ucontext) {
     int rounds = 100 + (ccr_sender.enabled ? ccr_sender.wait_ms / 100 + 1 : 0);   // and the sender's wait
-    for (int i = 0; i < rounds; i++) poll(NULL, 0, 100);
+    // Meanwhile this thread's own crash is noted, and it answers the recording thread's ask with
+    // its stack where it crashed (ccr_threads.c): its section says "crashed too".
+    ccr_threads_wait_crashed_too(signo, info, ucontext, rounds * 100);
     ccr_die(signo);
 }
 
@@ -411,7 +413,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     }
     if (!atomic_compare_exchange_strong(&ccr_global.crashing_tid, &expected, tid)) {
         if (expected == tid) handle_nested_crash(signo, info);
-        else wait_for_other_crash(signo);
+        else wait_for_other_crash(signo, info, ucontext);
         errno = saved_errno;
         return;
     }
@@ -467,13 +469,28 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         ccr_record_write_stack(w, ccr_libunwind_fallback_reason(), kept, depth, 0, 0, 0, 0, 0, 0, 0);
     } else {
         ccr_record_write_frames(w, frames, kept);
-        const uintptr_t *outer = NULL;
-        int outer_first = 0;
+        const uintptr_t *outer = NULL, *entry = NULL;
+        int outer_first = 0, entry_first = 0;
         int outer_count = ccr_unwind_outer_frames(&outer, &outer_first);
+        int after_outer = outer_count > 0 ? outer_first + outer_count : depth;
+        // A recursion cut by the limit: where it was entered, then the outermost frames (those the
+        // entry's already holds left out), each group with its true indices. An entry within the
+        // outermost 10 is among them already.
+        int entry_count = ccr_unwind_entry_frames(&entry, &entry_first);
+        if (entry_count > 0 && entry_first < outer_first) {
+            ccr_record_write_outer_frames(w, entry, entry_count, entry_first);
+            int overlap = entry_first + entry_count - outer_first;
+            if (overlap > outer_count) overlap = outer_count;
+            if (overlap > 0) {
+                outer += overlap;
+                outer_first += overlap;
+                outer_count -= overlap;
+            }
+        }
         ccr_record_write_outer_frames(w, outer, outer_count, outer_first);
         const uintptr_t *awaiting = NULL;
         int awaiting_count = ccr_unwind_async_frames(&awaiting);
-        ccr_record_write_async_frames(w, awaiting, awaiting_count, outer_count > 0 ? outer_first + outer_count : depth);
+        ccr_record_write_async_frames(w, awaiting, awaiting_count, after_outer);
         int copy_checks = 0, copy_check_faults = 0, table_lookups = 0, table_scans = 0, table_misses = 0;
         ccr_unwind_copy_checks(&copy_checks, &copy_check_faults);
         ccr_unwind_table_lookups(&table_lookups, &table_scans, &table_misses);
@@ -488,7 +505,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_watchdog_stand_down();
 
     ccr_fork_stop_watchdog();
-    ccr_crash_line_write(signo, info, tid, frames, kept);   // opt-in; after the record is durable
+    ccr_crash_line_write(signo, info, tid, frames, kept, depth, looks_like_stack_overflow(signo, info));   // opt-in; after the record is durable
     int sender_status;
     uint64_t sender_waited_ns;
     ccr_sender_run(&sender_status, &sender_waited_ns);      // opt-in: deliver now, bounded wait

@@ -432,6 +432,9 @@ static int collect(live_scratch *x, const ccr_module **table, int *loader_state,
 static const ccr_module *_Atomic crash_written, *_Atomic hang_written;
 static _Atomic int crash_written_count, hang_written_count;
 static _Atomic int crash_range_count, hang_range_count;
+/// 1 when the crash's table came from the loader's list (each object checked at the crash), 0 when
+/// the walk failed and start's table was written in its place (nothing checked).
+static _Atomic int crash_table_checked;
 
 /// Sorts the executable ranges of `count` modules into `out` (insertion sort: at most a few
 /// hundred, once per record). Returns how many. Async-signal-safe.
@@ -539,11 +542,22 @@ int ccr_modules_text_contains(uintptr_t address) {
     return range_holding(ranges, n, address) != NULL;
 }
 
+int ccr_modules_text_holds(uintptr_t address) {
+    const ccr_module *table;
+    const ccr_text_range *ranges;
+    int n;
+    (void)written_table(&table, &ranges, &n, 1);
+    if (n <= 0) return -1;
+    return range_holding(ranges, n, address) != NULL;
+}
+
 int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module **table, int *count, int *crash_checked) {
     const ccr_text_range *ranges;
     int n;
     *count = written_table(table, &ranges, &n, with_hang);
-    *crash_checked = ranges == crash_scratch.ranges;   // the table the crash wrote, object by object checked
+    // The table the crash wrote, object by object checked: not start's written in its place when
+    // the walk failed (an object closed since may be unmapped).
+    *crash_checked = ranges == crash_scratch.ranges && atomic_load(&crash_table_checked);
     const ccr_text_range *range = range_holding(ranges, n, address);
     return range != NULL && range->module >= 0 && range->module < *count ? range->module : -1;
 }
@@ -563,6 +577,7 @@ static void write_modules(ccr_writer *w, live_scratch *x) {
     if (x == &hang_scratch) atomic_store(&hang_written, NULL);
     int count = collect(x, &table, &loader_state, &unchanged);
     const char *source = "link_map";
+    if (x == &crash_scratch) atomic_store(&crash_table_checked, count >= 0);
     if (count < 0) {
         table = ccr_global.modules;
         count = ccr_global.module_count;

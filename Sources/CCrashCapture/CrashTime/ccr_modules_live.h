@@ -87,6 +87,9 @@ int ccr_modules_lookup_table(uintptr_t address, int with_hang, const ccr_module 
 /// record (else the install-time table): a binary search over ranges sorted when the table was
 /// written. Async-signal-safe.
 int ccr_modules_text_contains(uintptr_t address);
+/// The same, or -1 when that table has no executable ranges yet (start's still being made): no
+/// answer, rather than "in none". Async-signal-safe.
+int ccr_modules_text_holds(uintptr_t address);
 
 /// Sorts the install-time table's executable ranges; called at install, after the table is made.
 void ccr_modules_live_sort_install_ranges(void);

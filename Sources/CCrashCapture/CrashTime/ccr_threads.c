@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -35,7 +36,7 @@ struct ccr_dirent64 {
 _Static_assert(offsetof(struct ccr_dirent64, d_reclen) == 16, "linux_dirent64 layout");
 _Static_assert(offsetof(struct ccr_dirent64, d_name) == 19, "linux_dirent64 layout");
 
-enum { LISTED_ASKED, LISTED_BLOCKED, LISTED_EXITED, LISTED_REPORTER, LISTED_NOT_ASKED };
+enum { LISTED_ASKED, LISTED_BLOCKED, LISTED_EXITED, LISTED_REPORTER, LISTED_NOT_ASKED, LISTED_STOPPED };
 
 // MARK: - The answering side
 
@@ -99,6 +100,38 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     if (crash || atomic_load(&ccr_global.crashing_tid) != 0) stay_until_the_process_ends(ucontext);
     if (entry != NULL) atomic_store(entry, 0);
     errno = saved_errno;
+}
+
+void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext, int ms) {
+    int tid = ccr_gettid();
+    for (int i = 0; i < CCR_CRASHED_TOO_MAX; i++) {
+        int expected = 0;
+        if (!atomic_compare_exchange_strong(&ccr_threads.crashed_too[i].tid, &expected, tid)) continue;
+        ccr_crashed_too *entry = &ccr_threads.crashed_too[i];
+        entry->signo = signo;
+        entry->code = info ? info->si_code : 0;
+        entry->fault_address = info && info->si_code > 0 ? (uintptr_t)info->si_addr : 0;
+        atomic_store(&entry->ready, 1);
+        break;
+    }
+    // Listed as staying: the crash asks it though its mask (the crash handler's) blocks the
+    // signal, and it answers from here, with the context of its own crash.
+    atomic_int *entry = ccr_threads.enabled && ucontext != NULL ? enter_handler(tid) : NULL;
+    for (int waited = 0; waited < ms; waited += 10) {
+        if (entry != NULL && atomic_load(&ccr_threads.crash.active)) answer(&ccr_threads.crash, ucontext);
+        poll(NULL, 0, 10);
+    }
+    if (entry != NULL) atomic_store(entry, 0);
+}
+
+/// The signal of `tid`'s own crash, if it crashed while another thread's was recorded, else NULL.
+/// Async-signal-safe.
+static const ccr_crashed_too *crashed_too(int tid) {
+    for (int i = 0; i < CCR_CRASHED_TOO_MAX; i++) {
+        const ccr_crashed_too *entry = &ccr_threads.crashed_too[i];
+        if (atomic_load(&entry->tid) == tid && atomic_load(&entry->ready)) return entry;
+    }
+    return NULL;
 }
 
 /// Unwinds the calling thread into the slot `c` armed for it, if any. Async-signal-safe.
@@ -211,7 +244,8 @@ static int read_small_file(const char *path, char *buffer, size_t capacity, cons
 /// The thread's name and whether it blocks `signo` (0: not asked), from one read of its status
 /// file (its comm is the "Name:" line, where the kernel writes a newline as "\n" and a backslash as
 /// "\\"; undone here). Returns 1 when it blocks `signo` (SigBlk), 0 when not, -1 when the file
-/// is unreadable (the thread is gone; `name` is then empty). Async-signal-safe.
+/// is unreadable (the thread is gone; `name` is then empty) or the thread is a zombie or dying,
+/// 2 when it is stopped (a signal or a tracer). Async-signal-safe.
 static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
     char path[64];
     task_path(path, tid, "status");
@@ -234,6 +268,20 @@ static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
         }
     }
     if (signo <= 0) return 0;
+    // A zombie (a main thread that called pthread_exit) or a thread on its way out never runs a
+    // handler, nor does a stopped one until it is continued: not asked (the crash would wait its
+    // whole budget for them).
+    static const char state_key[] = "\nState:";
+    for (int i = 0; i + (int)sizeof state_key - 1 <= n; i++) {
+        int same = 1;
+        for (int k = 0; same && k < (int)sizeof state_key - 1; k++) same = status_text[i + k] == state_key[k];
+        if (!same) continue;
+        const char *p = status_text + i + sizeof state_key - 1;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == 'Z' || *p == 'X') return -1;
+        if (*p == 'T' || *p == 't') return 2;
+        break;
+    }
     static const char key[] = "\nSigBlk:";
     for (int i = 0; i + (int)sizeof key - 1 <= n; i++) {
         int same = 1;
@@ -256,14 +304,19 @@ static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
 }
 
 /// Fills `listed` from /proc/self/task, leaving out the crashing thread. Returns how many were
-/// listed; `*total` gets how many other threads exist (the listing stops at the limit).
+/// listed; `*total` gets how many other threads exist (the listing stops at the limit);
+/// `*list_errno` why /proc/self/task could not be opened, else 0.
 /// Async-signal-safe: open, getdents64, close.
-static int list_threads(ccr_collection *c, int crashed_tid, int *total) {
+static int list_threads(ccr_collection *c, int crashed_tid, int *total, int *list_errno) {
     char *dirents = c->dirents;
     *total = 0;
+    *list_errno = 0;
     int count = 0;
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0) {
+        *list_errno = errno;   // said in the record: not "one thread"
+        return 0;
+    }
     for (;;) {
         long n = syscall(SYS_getdents64, (long)fd, dirents, (long)sizeof c->dirents);
         if (n < 0 && errno == EINTR) continue;
@@ -292,6 +345,7 @@ static const char *state_name(int listed_state, int slot_state) {
     case LISTED_EXITED: return "exited";
     case LISTED_REPORTER: return "crash_reporter";
     case LISTED_NOT_ASKED: return "not_asked";
+    case LISTED_STOPPED: return "stopped";
     default: break;
     }
     switch (slot_state) {
@@ -398,8 +452,23 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
     ccr_writer_text(w, t->tid == ccr_global.pid ? "true" : "false");
     ccr_writer_text(w, ",\"crashed\":false,\"state\":");
     ccr_writer_json_string(w, state_name(t->state, slot_state), 32);
+    const ccr_crashed_too *too = crashed_too(t->tid);
+    if (too != NULL) {   // it crashed too, while this crash was being recorded
+        ccr_writer_text(w, ",\"crashed_too\":{\"signo\":");
+        ccr_writer_int(w, too->signo);
+        ccr_writer_key(w, "code", 0);
+        ccr_writer_int(w, too->code);
+        if (too->code > 0) {
+            ccr_writer_key(w, "fault_address", 0);
+            ccr_writer_hex(w, too->fault_address);
+        }
+        ccr_writer_text(w, "}");
+    }
     ccr_writer_text(w, "}\n");
-    if (t->state == LISTED_BLOCKED || t->state == LISTED_NOT_ASKED) {
+    // Not asked, or asked and silent (it never ran its handler in time): its stack scanned, if it
+    // waits in a system call.
+    int silent = t->state == LISTED_ASKED && (slot_state == CCR_SLOT_CLOSED || slot_state == CCR_SLOT_ASKED);
+    if (t->state == LISTED_BLOCKED || t->state == LISTED_NOT_ASKED || t->state == LISTED_STOPPED || silent) {
         int scanned = scan_blocked_thread(c, t->tid, ccr_threads.frames);
         if (scanned > 0) {
             ccr_record_write_frames(w, c->scan_frames, scanned);
@@ -443,8 +512,30 @@ static int being_written(int state) {
 
 static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid, uint64_t started_ns, int first_tid);
 
+/// Closes the descriptor held since install, if it is still ours (the app may have closed it and
+/// reused the number: then it is left alone), so the listing's opens have a free number even in
+/// a process that ran out of them. Once. Async-signal-safe: fstat, close.
+static void release_spare_descriptor(void) {
+    int held = 1;
+    if (ccr_global.test_misbehaviour == 20) return;   // test: as if no descriptor were held
+    if (!atomic_compare_exchange_strong(&ccr_threads.spare_held, &held, 0)) return;
+    struct stat now;
+    if (fstat(ccr_threads.spare_fd, &now) == 0 && (uint64_t)now.st_dev == ccr_threads.spare_dev &&
+        (uint64_t)now.st_ino == ccr_threads.spare_ino) {
+        close(ccr_threads.spare_fd);
+    }
+}
+
 void ccr_threads_write(ccr_writer *w, int crashed_tid, uint64_t started_ns) {
     if (!ccr_threads.enabled) return;
+    // test: another thread crashes at the same moment; the collection waits (at most 5 s) until
+    // that crash is noted, so the record is made with it, whatever the scheduler does
+    for (int i = 0; ccr_global.test_misbehaviour == 19 && i < 5000; i++) {
+        int noted = 0;
+        for (int k = 0; k < CCR_CRASHED_TOO_MAX; k++) noted |= atomic_load(&ccr_threads.crashed_too[k].ready);
+        if (noted) break;
+        poll(NULL, 0, 1);
+    }
     // The crash's own collection: a hang capture under way keeps its own and is not waited for.
     collect_and_write(&ccr_threads.crash, w, crashed_tid, started_ns, 0);
 }
@@ -472,6 +563,10 @@ void ccr_threads_reset_after_fork(void) {
     reset_collection(&ccr_threads.hang);
     atomic_store(&ccr_threads.hang_capturing, 0);
     for (int i = 0; i < CCR_THREADS_MAX; i++) atomic_store(&ccr_threads.staying[i], 0);
+    for (int i = 0; i < CCR_CRASHED_TOO_MAX; i++) {   // the parent's, not this child's
+        atomic_store(&ccr_threads.crashed_too[i].ready, 0);
+        atomic_store(&ccr_threads.crashed_too[i].tid, 0);
+    }
 }
 
 int ccr_threads_begin_hang_capture(void) {
@@ -489,8 +584,9 @@ int ccr_threads_write_for_hang(ccr_writer *w, int hung_tid) {
 
 static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid, uint64_t started_ns, int first_tid) {
     uint64_t began = ccr_now_ns(CLOCK_MONOTONIC);
-    int total = 0;
-    int count = list_threads(c, crashed_tid, &total);
+    if (c == &ccr_threads.crash) release_spare_descriptor();
+    int total = 0, list_errno = 0;
+    int count = list_threads(c, crashed_tid, &total, &list_errno);
     // Someone may have taken the signal since start (a handler installed later replaces ours):
     // then sending it would run their handler in every thread. List the threads, ask none.
     struct sigaction current;
@@ -519,7 +615,11 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
             t->state = LISTED_REPORTER;
             continue;
         }
-        if (blocked > 0 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
+        if (blocked == 1 && is_staying(t->tid)) blocked = 0;   // in our handler: it looks for its slot
+        if (blocked == 2) {   // stopped: it cannot answer until continued
+            t->state = LISTED_STOPPED;
+            continue;
+        }
         // Take a slot no late answer is writing into: a compare-and-swap from the state seen, so
         // that a thread of an earlier capture cannot move it to WRITING_LU in between.
         int taken = -1;
@@ -605,6 +705,10 @@ static void collect_and_write(ccr_collection *c, ccr_writer *w, int crashed_tid,
     ccr_writer_int(w, ccr_threads.signo);
     ccr_writer_key(w, "signal_taken", 0);
     ccr_writer_text(w, signal_ours ? "false" : "true");
+    if (list_errno != 0) {   // /proc/self/task could not be opened: the other threads are unknown
+        ccr_writer_key(w, "list_errno", 0);
+        ccr_writer_int(w, list_errno);
+    }
     ccr_writer_key(w, "wait_ns", 0);
     ccr_writer_uint(w, waited);
     ccr_writer_key(w, "elapsed_ns", 0);

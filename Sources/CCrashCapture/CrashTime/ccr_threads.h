@@ -48,6 +48,18 @@ typedef struct ccr_thread_slot {
     uintptr_t lu_frames[CCR_THREAD_FRAMES_MAX];
 } ccr_thread_slot;
 
+/// A thread that crashed while another thread's crash was being recorded (the one-crash guard
+/// makes it wait): its signal, for its section of the record. `ready` is stored (release) after
+/// the rest; `tid` 0: free.
+#define CCR_CRASHED_TOO_MAX 16
+typedef struct ccr_crashed_too {
+    atomic_int tid;
+    int signo;
+    int code;
+    uintptr_t fault_address;   // when code > 0 (a fault the CPU raised)
+    atomic_int ready;
+} ccr_crashed_too;
+
 /// What the crashing thread (or the hang monitor) learned about one other thread.
 typedef struct ccr_listed_thread {
     int tid;
@@ -91,6 +103,14 @@ typedef struct ccr_threads_state {
     /// Threads in their answer handler (their own signal blocked there), which look for a crash's
     /// ask themselves: a crash asks them though their mask says they block the signal.
     atomic_int staying[CCR_THREADS_MAX];
+    ccr_crashed_too crashed_too[CCR_CRASHED_TOO_MAX];
+    /// A descriptor held from install (/dev/null, identified by device and inode), closed by a
+    /// crash before it lists the threads: a process that ran out of descriptors (EMFILE, often
+    /// what it crashed of) then still has one for /proc/self/task and each thread's status.
+    /// `spare_held` 0: none (closed, or never opened).
+    int spare_fd;
+    atomic_int spare_held;
+    uint64_t spare_dev, spare_ino;
     ccr_collection crash;
     ccr_collection hang;
 } ccr_threads_state;
@@ -120,6 +140,11 @@ void ccr_threads_prefault(void);
 /// In a forked child's first crash: forgets the parent's collections (their threads are not in
 /// the child). Async-signal-safe.
 void ccr_threads_reset_after_fork(void);
+/// Called by a thread that crashed while another one records (the one-crash guard's loser): notes
+/// its signal, and for `ms` answers the crash's ask for its stack from its own crash context (its
+/// section then shows where it crashed, not the handler it waits in), as an asked thread that
+/// stays does. Returns after `ms` (the caller then ends the process). Async-signal-safe.
+void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext, int ms);
 
 /// At a crash, after the crashing thread's own stack line: lists every other thread, asks those
 /// that can answer to unwind themselves, waits at most the configured time (and never more than

@@ -22,6 +22,8 @@
 
 /// Reads one word of this process's memory without risking a fault. Async-signal-safe.
 static int read_word(uintptr_t address, uintptr_t *out);
+/// A stack word as a code address (aarch64: without a pointer-authentication signature).
+static uintptr_t code_address(uintptr_t word);
 
 // The crashing thread's outermost frames beyond `max`: a ring of the last CCR_OUTER_FRAMES seen.
 static uintptr_t outer_ring[CCR_OUTER_FRAMES];
@@ -32,6 +34,54 @@ static int outer_first_index; // true index of outer_ordered[0]
 static void outer_push(uintptr_t ip) {
     outer_ring[outer_seen % CCR_OUTER_FRAMES] = ip;
     outer_seen++;
+}
+
+// A recursion cut by the frame limit (a stack overflow): its entry, found as the first frame
+// beyond the kept ones that breaks the kept frames' repeating pattern (see ccr_crashtime.h). The
+// outermost 10 show it only when the recursion began within 10 frames of the thread's start; a
+// server's handler runs under its framework's frames.
+enum { RECENT_FRAMES = 16 };
+_Static_assert(RECENT_FRAMES >= CCR_RECURSION_PERIOD_MAX, "a period's frames are kept");
+static uintptr_t entry_frames[CCR_ENTRY_FRAMES];
+static int entry_count, entry_first_index;
+static int recursion_period;   // of the kept frames' end; 0: none
+static int entry_state;        // 0 still in the pattern (or none), 1 taking frames, 2 done
+static uintptr_t recent[RECENT_FRAMES];   // the frames beyond the kept ones, by true index % RECENT_FRAMES
+
+/// The smallest period p (1…CCR_RECURSION_PERIOD_MAX) with which the last 3p of the `n` kept
+/// frames repeat the p before them (four rounds at least), else 0. Async-signal-safe.
+static int find_period(const uintptr_t *frames, int n) {
+    for (int p = 1; p <= CCR_RECURSION_PERIOD_MAX && 4 * p <= n; p++) {
+        int same = 1;
+        for (int k = n - 3 * p; same && k < n; k++) same = frames[k] == frames[k - p];
+        if (same) return p;
+    }
+    return 0;
+}
+
+/// Takes the frame at true index `index` (beyond the `max` kept in `frames`) for the recursion's
+/// entry. Async-signal-safe.
+static void entry_push(uintptr_t ip, int index, const uintptr_t *frames, int max) {
+    if (index == max) recursion_period = find_period(frames, max);
+    if (entry_state == 0 && recursion_period > 0) {
+        int back = index - recursion_period;
+        uintptr_t earlier = back < max ? frames[back] : recent[back % RECENT_FRAMES];
+        if (ip != earlier) {
+            entry_state = 1;
+            entry_first_index = index;
+        }
+    }
+    if (entry_state == 1) {
+        entry_frames[entry_count++] = ip;
+        if (entry_count == CCR_ENTRY_FRAMES) entry_state = 2;
+    }
+    recent[index % RECENT_FRAMES] = ip;
+}
+
+int ccr_unwind_entry_frames(const uintptr_t **frames, int *first_index) {
+    *frames = entry_frames;
+    *first_index = entry_first_index;
+    return entry_count;
 }
 
 // The crashing thread's Swift async callers (see ccr_crashtime.h).
@@ -323,6 +373,12 @@ void ccr_unwind_prefault(void) {
     ccr_touch_pages(&outer_first_index, sizeof outer_first_index);
     ccr_touch_pages(outer_ring, sizeof outer_ring);
     ccr_touch_pages(outer_ordered, sizeof outer_ordered);
+    ccr_touch_pages(entry_frames, sizeof entry_frames);
+    ccr_touch_pages(recent, sizeof recent);
+    ccr_touch_pages(&entry_count, sizeof entry_count);
+    ccr_touch_pages(&entry_first_index, sizeof entry_first_index);
+    ccr_touch_pages(&recursion_period, sizeof recursion_period);
+    ccr_touch_pages(&entry_state, sizeof entry_state);
     ccr_touch_pages(async_frames, sizeof async_frames);
     ccr_touch_pages(&async_count, sizeof async_count);
     ccr_touch_pages(&async_context, sizeof async_context);
@@ -434,6 +490,7 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
         *step_error = 0;
         outer_seen = 0;
         outer_first_index = max;
+        entry_count = entry_first_index = recursion_period = entry_state = 0;
         async_count = 0;
         async_context = 0;
 #if defined(__x86_64__)
@@ -478,13 +535,25 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
     for (;;) {
         uintptr_t ip = 0;
         if (u->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-        if (kept < max) frames[kept++] = ip;
-        else if (step_error) outer_push(ip);
+        if (kept < max) {
+            frames[kept++] = ip;
+        } else if (step_error) {
+            outer_push(ip);
+            entry_push(ip, counted, frames, max);
+        }
+#if defined(__x86_64__)
+        const int fp_register = UNW_X86_64_RBP;
+#elif defined(__aarch64__)
+        const int fp_register = UNW_AARCH64_X29;
+#endif
+        // This frame's frame pointer: the async context's place, and where the walk goes on from
+        // if the step goes wrong.
+        uintptr_t fp = 0;
+        int have_fp = u->get_reg(&cursor, fp_register, &fp) == 0;
 #if defined(__x86_64__)
         if (step_error) {
             if (counted > 0) note_async_frame(ip, inner_fp);
-            uintptr_t fp = 0;
-            inner_fp = u->get_reg(&cursor, UNW_X86_64_RBP, &fp) == 0 ? fp : 0;
+            inner_fp = have_fp ? fp : 0;
         }
 #endif
         counted++;
@@ -496,24 +565,34 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
         // the cursor left where it was, as a failed step leaves it
         int stepped = ccr_global.test_misbehaviour == 6 && step_error != NULL && counted == 3 ? -7 : u->step(&cursor);
         if (stepped == 0) break;   // the outermost frame
+        if (stepped > 0) {
+            // A step that lands outside every module's code went wrong, whatever libunwind says: unwind
+            // info that does not describe the code (hand-written assembly, a naked function that
+            // pushes a frame) gives a saved register or a stack address as the return address, and
+            // the walk would end there as if the stack were complete. Taken as an error at this
+            // frame (UNW_EINVALIDIP), so the frame-pointer walk below goes on from it. An address
+            // of 0 is the stack's end (above); no table yet, no check.
+            uintptr_t next = 0;
+            if (u->get_reg(&cursor, UNW_REG_IP, &next) == 0 && next != 0 && ccr_modules_text_holds(code_address(next)) == 0) {
+                stepped = -UNW_EINVALIDIP;
+            }
+        }
         if (stepped < 0) {
             // An error is not the end of the stack: say so, and go on from this frame's saved frame
             // pointer (what the frame-pointer walk would do), the depth then a lower bound.
             if (step_error) *step_error = stepped;
             *depth_is_lower_bound = 1;
-            uintptr_t fp = 0;
-#if defined(__x86_64__)
-            int fp_register = UNW_X86_64_RBP;
-#elif defined(__aarch64__)
-            int fp_register = UNW_AARCH64_X29;
-#endif
-            if (u->get_reg(&cursor, fp_register, &fp) == 0) {
+            if (have_fp) {
                 uintptr_t rest[CCR_MAX_FRAMES];
                 int more = 0;
                 ccr_unwind_frame_pointers(0, fp, rest, CCR_MAX_FRAMES, &more);
                 for (int i = 0; i < more && counted < CCR_MAX_COUNTED_FRAMES; i++) {
-                    if (kept < max) frames[kept++] = rest[i];
-                    else if (step_error) outer_push(rest[i]);
+                    if (kept < max) {
+                        frames[kept++] = rest[i];
+                    } else if (step_error) {
+                        outer_push(rest[i]);
+                        entry_push(rest[i], counted, frames, max);
+                    }
                     counted++;
                 }
             }

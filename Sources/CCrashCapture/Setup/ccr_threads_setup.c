@@ -1,10 +1,13 @@
 // Install-time half of the all-threads capture: chooses the real-time signal that asks a thread
 // to unwind itself and installs its handler. Runs after the crash handlers are installed; a
 // failure here leaves crash capture working with the crashing thread only.
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "CCrashCapture.h"
 #include "../CrashTime/ccr_crashtime.h"
@@ -48,6 +51,20 @@ void ccr_threads_install(const ccr_install_options *o) {
     for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigdelset(&action.sa_mask, ccr_global.signals[i]);
     if (sigaction(signo, &action, NULL) != 0) return;
     ccr_threads.signo = signo;
+    // A descriptor for a crash in a process out of them (see spare_fd); once per process.
+    int held = atomic_load(&ccr_threads.spare_held);
+    if (!held) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        struct stat identity;
+        if (fd >= 0 && fstat(fd, &identity) == 0) {
+            ccr_threads.spare_fd = fd;
+            ccr_threads.spare_dev = (uint64_t)identity.st_dev;
+            ccr_threads.spare_ino = (uint64_t)identity.st_ino;
+            atomic_store(&ccr_threads.spare_held, 1);
+        } else if (fd >= 0) {
+            close(fd);
+        }
+    }
     ccr_threads.enabled = 1;
     ccr_threads_unblock_signal();
     // With the module table made later on a background thread, it touches the scratch there

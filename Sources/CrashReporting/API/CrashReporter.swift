@@ -371,6 +371,8 @@ public enum CrashReporter {
         case "unwind-check-faults": return 16   // libunwind's first memory check in the crashing thread's walk faults
         case "unwind-checks-by-kernel": return 17   // libunwind checks memory with its own system calls
         case "unwind-lookups-by-loader": return 18   // libunwind finds objects with the loader's dl_iterate_phdr
+        case "wait-for-second-crash": return 19   // the crash lists threads once a second thread's crash is noted
+        case "threads-spare-kept": return 20   // the crash does not release the descriptor held for listing threads
         default: return 0
         }
     }

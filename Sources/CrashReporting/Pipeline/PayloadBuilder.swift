@@ -68,12 +68,13 @@ struct PayloadBuilder {
         let kind = Self.kind(of: record)
         let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
         func payloadFrames(_ frames: [CrashReport.Frame]) -> [DiagnosticsPayload.Frame] {
-            // Seed 000 allows 50 frames: a stack with outermost frames (a gap in the indices) keeps
-            // the innermost 40 and the outermost 10, so the recursion's entry is in the report.
+            // Seed 000 allows 50 frames: a stack with outer frames (a gap in the indices) keeps the
+            // innermost and the outer ones, at most 20 (where a recursion was entered, and the
+            // outermost 10), so the recursion's entry is in the report.
             var kept = Array(frames)
             if kept.count > DiagnosticsPayload.Limits.stackFrames,
                let gap = kept.indices.dropFirst().first(where: { kept[$0].index > kept[$0 - 1].index + 1 }) {
-                let outer = kept[gap...].suffix(10)
+                let outer = kept[gap...].suffix(20)
                 kept = Array(kept[..<gap].prefix(DiagnosticsPayload.Limits.stackFrames - outer.count)) + outer
             }
             return kept.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
@@ -144,7 +145,7 @@ struct PayloadBuilder {
         // thread_info is an array; each keeps at most 50 frames).
         let others = report.otherThreads.map {
             DiagnosticsPayload.ThreadInfo(id: Int($0.id), name: $0.name, crashed: false, is_main: $0.isMain,
-                                          frames: payloadFrames($0.frames), state: $0.state)
+                                          frames: payloadFrames($0.frames), state: $0.crashedToo != nil ? "crashed_too" : $0.state)
         }
         return .init(
             timestamp: Timestamp.iso8601(record.timestamp), exception_type: type, exception_message: message,
