@@ -350,8 +350,9 @@ public struct CrashRecord: Sendable, Equatable, Codable {
     public var fatalMessage: String?
     /// The crashing thread's frames and stack.
     public var frames: [Frame]
-    /// The crashing thread's outermost frames (at most 10, true indices) when its stack was deeper
-    /// than the frames kept: where a deep recursion was entered and who called it.
+    /// The crashing thread's outer frames (true indices) when its stack was deeper than the frames
+    /// kept: the 10 where a recursion cut by the limit was entered and who called it (when the kept
+    /// frames end in a repeating pattern), then the outermost 10; at most 20, in index order.
     public var outerFrames: [Frame] = []
     /// The crashing thread's Swift async callers (the awaiting functions, innermost first), found
     /// by following the async context chain from the first async frame.
@@ -560,7 +561,8 @@ extension CrashRecord {
         // The stack's depth when the line has it: more than its frames means the line kept the
         // innermost of a deeper stack.
         let depth = max(frames.count, line["depth"] as? Int ?? 0)
-        stack = Stack(unwinder: "crash-line", depth: depth, isTruncated: depth > frames.count, depthIsLowerBound: line["depth"] == nil)
+        stack = Stack(unwinder: "crash-line", depth: depth, isTruncated: depth > frames.count,
+                      depthIsLowerBound: line["depth"] == nil || line["depth_is_lower_bound"] as? Bool == true)
     }
 
     // Lines whose JSON value is kept as text, found by the prefix their writers give them.
@@ -657,7 +659,8 @@ extension CrashRecord {
                 if let too = line["crashed_too"] as? [String: Any], let signo = too["signo"] as? Int, let number = Int32(exactly: signo) {
                     let code = Int32(exactly: too["code"] as? Int ?? 0) ?? 0
                     crashedToo = Signal(number: number, name: Signal.name(of: number), code: code, codeName: "",
-                                        faultAddress: (too["fault_address"] as? String).flatMap(Address.init(hex:)), senderPID: nil)
+                                        faultAddress: (too["fault_address"] as? String).flatMap(Address.init(hex:)),
+                                        senderPID: (too["sender_pid"] as? Int).flatMap { Int32(exactly: $0) })
                 }
                 otherThreads.append(OtherThread(thread: parsed, state: line["state"] as? String ?? "", crashedToo: crashedToo))
             }

@@ -87,7 +87,7 @@ extension CrashReport {
             if let stack = other.stack, stack.unwinder == "stack-scan" {
                 let why = switch state {
                 case "no_answer": "did not unwind itself in time"
-                case "stopped": "stopped (by a signal or a tracer)"
+                case "stopped": "stopped (SIGSTOP: state T)"
                 case "not_asked": "not asked (another handler had taken the signal that asks)"
                 default: "blocks the signal that asks threads to unwind"
                 }
@@ -102,16 +102,20 @@ extension CrashReport {
                 case "exited": header += ": exited during the crash"
                 case "crash_reporter": header += ": the crash reporter's own (watchdog, uploads, memory sampler)"
                 case "not_asked": header += ": not asked (another handler had taken the signal that asks)"
-                case "stopped": header += ": stopped (by a signal or a tracer)"
+                case "stopped": header += ": stopped (SIGSTOP: state T)"
                 default: header += state.isEmpty ? "" : ": \(state)"
                 }
             }
             out.append(header)
             if let too = other.crashedToo {
                 // Its own crash, which the handler (recording this one) did not record as a crash of its own.
-                out.append("  Crashed too, while this crash was being recorded: \(too.name)"
-                    + (["SIGSEGV", "SIGBUS"].contains(too.name) ? too.faultAddress.map { " at \($0)" } ?? "" : "")
-                    + "; its frames are where it crashed")
+                if let sender = too.senderPID {
+                    out.append("  Received \(too.name) too, sent by pid \(sender), while this crash was being recorded; its frames are where it was")
+                } else {
+                    out.append("  Crashed too, while this crash was being recorded: \(too.name)"
+                        + (["SIGSEGV", "SIGBUS"].contains(too.name) ? too.faultAddress.map { " at \($0)" } ?? "" : "")
+                        + "; its frames are where it crashed")
+                }
             }
             out += other.frames.map { frameLine($0, moduleWidth: moduleWidth) }
         }

@@ -199,8 +199,22 @@ struct AllThreadsTests {
     func zombieMainThread(_ configuration: BuildConfiguration) throws {
         let run = try FixtureRun.run("named-threads-then-crash", configuration, environment: ["CRASH_FIXTURE_MAIN_EXITS": "1"])
         let record = try run.onlyRecord()
-        #expect(run.terminatedBySignal == SIGSEGV)
+        try checkCompleteRecord(record, run: run, signal: SIGSEGV)
         #expect(record.thread?.isMain == false)
+        // Every read of the process's memory still works with its main thread gone (by the
+        // process's id, process_vm_readv answers ESRCH then): the modules' build-ids were read
+        // again (checkCompleteRecord), the stack walked, the module lines' ranges kept.
+        #expect(record.modules.allSatisfy { $0.end > $0.start }, "\(record.modules.filter { $0.end <= $0.start }.map(\.path))")
+        let crashed = try LLVMSymbolizer.symbolize(record)
+        _ = checkOrder(["cfs_write_null_pointer", "crash_once_main_is_a_zombie"], in: crashed)
+        // The thread that blocks every signal is scanned with process_vm_readv: past its pc, its
+        // callers are found (it waits in a system call; one caught between two has no frames).
+        let masked = try #require(record.otherThreads.first { $0.thread.name == "fixture-masked" })
+        if !masked.frames.isEmpty {
+            var alone = record
+            alone.frames = masked.frames
+            #expect(try LLVMSymbolizer.symbolize(alone).contains { $0.mentions("startNamedThreads") }, "\(masked.frames.count) frames")
+        }
         let main = try #require(record.otherThreads.first { $0.thread.isMain }, "\(record.otherThreads.map(\.thread.id))")
         #expect(main.state == "exited")
         #expect(main.frames.isEmpty)

@@ -24,7 +24,7 @@ static const char *base_name(const char *path) {
 }
 
 void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count, int depth,
-                          int stack_overflow) {
+                          int depth_is_lower_bound, int stack_overflow) {
     if (ccr_crash_line_fd < 0) return;
     const ccr_module *table = NULL;
     int modules = ccr_modules_written(&table);
@@ -57,6 +57,7 @@ void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintp
     if (stack_overflow) ccr_writer_text(&w, ",\"stack_overflow\":true");
     ccr_writer_key(&w, "depth", 0);   // the stack's frames counted, of which the innermost 16 follow
     ccr_writer_int(&w, depth > count ? depth : count);
+    if (depth_is_lower_bound) ccr_writer_text(&w, ",\"depth_is_lower_bound\":true");   // as the record's stack line
     ccr_writer_key(&w, "timestamp_ns", 0);
     ccr_writer_uint(&w, ccr_now_ns(CLOCK_REALTIME));
     ccr_writer_text(&w, ",\"frames\":[");

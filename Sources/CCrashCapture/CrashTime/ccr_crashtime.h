@@ -172,7 +172,7 @@ void ccr_record_write_module_table(ccr_writer *w, const ccr_module *table, int c
 /// signal (with the fault address, or the sender's pid, and whether it was a stack overflow), thread,
 /// the stack's depth and the innermost 16 frames as module + offset with build-ids. Async-signal-safe.
 void ccr_crash_line_write(int signo, const siginfo_t *info, int tid, const uintptr_t *frames, int count, int depth,
-                          int stack_overflow);
+                          int depth_is_lower_bound, int stack_overflow);
 /// Writes the end line, fdatasyncs, renames new/ → pending/, then appends the timing line.
 /// Async-signal-safe.
 void ccr_record_finish(ccr_writer *w, uint64_t started_ns);
@@ -217,6 +217,11 @@ int ccr_getpid(void);
 /// Async-signal-safe: clock_gettime(2).
 uint64_t ccr_now_ns(int clock_id);
 /// Async-signal-safe: raw gettid(2).
+/// process_vm_readv(2) of this process's own memory: `pid` first, then, if that id names no live
+/// task (ESRCH: the main thread, whose id is the process's, exited with pthread_exit while the
+/// process lives on), the calling thread's own id, which names the same memory. Async-signal-safe.
+struct iovec;
+long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, const struct iovec *remote, long remote_count);
 int ccr_gettid(void);
 
 #endif

@@ -505,7 +505,7 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     ccr_watchdog_stand_down();
 
     ccr_fork_stop_watchdog();
-    ccr_crash_line_write(signo, info, tid, frames, kept, depth, looks_like_stack_overflow(signo, info));   // opt-in; after the record is durable
+    ccr_crash_line_write(signo, info, tid, frames, kept, depth, lower_bound, looks_like_stack_overflow(signo, info));   // opt-in; after the record is durable
     int sender_status;
     uint64_t sender_waited_ns;
     ccr_sender_run(&sender_status, &sender_waited_ns);      // opt-in: deliver now, bounded wait

@@ -59,7 +59,7 @@ static long read_memory(uintptr_t address, void *out, size_t length) {
     if (address == 0) return -1;
     struct iovec local = {.iov_base = out, .iov_len = length};
     struct iovec remote = {.iov_base = (void *)address, .iov_len = length};
-    return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L);
+    return ccr_read_own_memory(ccr_global.pid, &local, 1L, &remote, 1L);
 }
 
 /// All `length` bytes or -1. Async-signal-safe.
@@ -186,7 +186,7 @@ static void verify_known_build_ids(live_scratch *x, int known_count) {
         x->local[k] = (struct iovec){.iov_base = x->build_ids[k], .iov_len = m->build_id_length};
         x->remote[k] = (struct iovec){.iov_base = (void *)m->build_id_address, .iov_len = m->build_id_length};
     }
-    long got = syscall(SYS_process_vm_readv, (long)ccr_getpid(), x->local, (long)known_count, x->remote, (long)known_count, 0L);
+    long got = ccr_read_own_memory(ccr_getpid(), x->local, (long)known_count, x->remote, (long)known_count);
     size_t read_so_far = 0;
     for (int k = 0; k < known_count; k++) {
         ccr_module *m = &x->table[x->known[k]];
@@ -329,8 +329,7 @@ static int confirm_unchanged_prefix(live_scratch *x, uintptr_t *next) {
         int chunk = pieces - done < 1024 ? pieces - done : 1024;   // IOV_MAX
         size_t chunk_wanted = 0;
         for (int i = done; i < done + chunk; i++) chunk_wanted += x->batch_local[i].iov_len;
-        long n = syscall(SYS_process_vm_readv, (long)ccr_global.pid, &x->batch_local[done], (long)chunk,
-                         &x->batch_remote[done], (long)chunk, 0L);
+        long n = ccr_read_own_memory(ccr_global.pid, &x->batch_local[done], (long)chunk, &x->batch_remote[done], (long)chunk);
         if (n > 0) got += (size_t)n;
         if (n != (long)chunk_wanted) break;
         done += chunk;

@@ -77,6 +77,10 @@ static int is_staying(int tid) {
     return 0;
 }
 
+// Set while this thread is in its answer (ccr_threads_answer): a fault there, or a signal sent to
+// the process that lands on it then, is not a crash of the app's code (ccr_threads_wait_crashed_too).
+static __thread volatile sig_atomic_t in_answer __attribute__((tls_model("initial-exec")));
+
 void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     (void)signo;
     int saved_errno = errno;
@@ -89,6 +93,7 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     // Listed while in here: a crash that comes meanwhile asks this thread though its signal is
     // blocked (its mask says so), and the thread answers from stay_until_the_process_ends.
     atomic_int *entry = enter_handler(ccr_gettid());
+    in_answer = 1;
     answer(crash ? &ccr_threads.crash : &ccr_threads.hang, ucontext);
     // test: a thread that answered a hang capture stays in its handler until a crash begins (at
     // most 10 s), so that the crash asks it while its own signal is blocked
@@ -98,12 +103,24 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     // At a crash the thread stays (see stay_until_the_process_ends); for a hang it goes back to
     // what it was doing, like after a profiler's signal.
     if (crash || atomic_load(&ccr_global.crashing_tid) != 0) stay_until_the_process_ends(ucontext);
+    in_answer = 0;
     if (entry != NULL) atomic_store(entry, 0);
     errno = saved_errno;
 }
 
 void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext, int ms) {
     int tid = ccr_gettid();
+    // A fault inside this thread's own answer (its walk of its stack for the crash), or a signal
+    // sent to the process that lands on it meanwhile, is not the app crashing again: the thread is
+    // already listed and answering (or its answer is what failed); it only waits.
+    if (in_answer) {
+        for (int waited = 0; waited < ms; waited += 10) poll(NULL, 0, 10);
+        return;
+    }
+    // Listed as staying first, then noted: the crash asks a staying thread though its mask (the
+    // crash handler's) blocks the signal, and it answers from here, with the context of its own
+    // crash. Noted before it stays, it could be listed in between as blocking the signal.
+    atomic_int *staying = ccr_threads.enabled && ucontext != NULL ? enter_handler(tid) : NULL;
     for (int i = 0; i < CCR_CRASHED_TOO_MAX; i++) {
         int expected = 0;
         if (!atomic_compare_exchange_strong(&ccr_threads.crashed_too[i].tid, &expected, tid)) continue;
@@ -111,12 +128,11 @@ void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *uconte
         entry->signo = signo;
         entry->code = info ? info->si_code : 0;
         entry->fault_address = info && info->si_code > 0 ? (uintptr_t)info->si_addr : 0;
+        entry->sender_pid = info && info->si_code <= 0 ? (int)info->si_pid : 0;
         atomic_store(&entry->ready, 1);
         break;
     }
-    // Listed as staying: the crash asks it though its mask (the crash handler's) blocks the
-    // signal, and it answers from here, with the context of its own crash.
-    atomic_int *entry = ccr_threads.enabled && ucontext != NULL ? enter_handler(tid) : NULL;
+    atomic_int *entry = staying;
     for (int waited = 0; waited < ms; waited += 10) {
         if (entry != NULL && atomic_load(&ccr_threads.crash.active)) answer(&ccr_threads.crash, ucontext);
         poll(NULL, 0, 10);
@@ -245,7 +261,7 @@ static int read_small_file(const char *path, char *buffer, size_t capacity, cons
 /// file (its comm is the "Name:" line, where the kernel writes a newline as "\n" and a backslash as
 /// "\\"; undone here). Returns 1 when it blocks `signo` (SigBlk), 0 when not, -1 when the file
 /// is unreadable (the thread is gone; `name` is then empty) or the thread is a zombie or dying,
-/// 2 when it is stopped (a signal or a tracer). Async-signal-safe.
+/// 2 when it is stopped (SIGSTOP and the like: state T). Async-signal-safe.
 static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
     char path[64];
     task_path(path, tid, "status");
@@ -279,7 +295,7 @@ static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
         const char *p = status_text + i + sizeof state_key - 1;
         while (*p == ' ' || *p == '\t') p++;
         if (*p == 'Z' || *p == 'X') return -1;
-        if (*p == 'T' || *p == 't') return 2;
+        if (*p == 'T') return 2;   // not 't': a tracer's stop is brief (strace -f), and the ask waits for it
         break;
     }
     static const char key[] = "\nSigBlk:";
@@ -416,7 +432,7 @@ static int scan_blocked_thread(ccr_collection *c, int tid, int max) {
         remote[i] = (struct iovec){.iov_base = (void *)(at + (uintptr_t)i * (sizeof c->scan_words / PIECES)),
                                    .iov_len = sizeof c->scan_words / PIECES};
     }
-    long got = syscall(SYS_process_vm_readv, (long)pid, &local, 1L, remote, (long)PIECES, 0L);
+    long got = ccr_read_own_memory(pid, &local, 1L, remote, (long)PIECES);
     int words = got > 0 ? (int)(got / (long)sizeof(uintptr_t)) : 0;
     for (int window = 0; window < words && kept < max; window += CCR_SCAN_BATCH) {
         int length = words - window < CCR_SCAN_BATCH ? words - window : CCR_SCAN_BATCH;
@@ -461,6 +477,9 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
         if (too->code > 0) {
             ccr_writer_key(w, "fault_address", 0);
             ccr_writer_hex(w, too->fault_address);
+        } else {   // sent by a process (a kill, an abort()): not a fault of its own
+            ccr_writer_key(w, "sender_pid", 0);
+            ccr_writer_int(w, too->sender_pid);
         }
         ccr_writer_text(w, "}");
     }

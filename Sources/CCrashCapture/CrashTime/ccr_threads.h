@@ -57,6 +57,7 @@ typedef struct ccr_crashed_too {
     int signo;
     int code;
     uintptr_t fault_address;   // when code > 0 (a fault the CPU raised)
+    int sender_pid;            // when code <= 0 (sent by a process)
     atomic_int ready;
 } ccr_crashed_too;
 
@@ -104,7 +105,7 @@ typedef struct ccr_threads_state {
     /// ask themselves: a crash asks them though their mask says they block the signal.
     atomic_int staying[CCR_THREADS_MAX];
     ccr_crashed_too crashed_too[CCR_CRASHED_TOO_MAX];
-    /// A descriptor held from install (/dev/null, identified by device and inode), closed by a
+    /// A descriptor held from install (a memfd, identified by device and inode), closed by a
     /// crash before it lists the threads: a process that ran out of descriptors (EMFILE, often
     /// what it crashed of) then still has one for /proc/self/task and each thread's status.
     /// `spare_held` 0: none (closed, or never opened).

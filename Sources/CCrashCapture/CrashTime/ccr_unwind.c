@@ -308,7 +308,7 @@ static const ElfW(Phdr) *program_headers(const ccr_module *m, int crash_checked,
     if (walking_in_handler == 2 && crash_checked && m->build_id_length > 0) return (const ElfW(Phdr) *)m->phdr;
     struct iovec local = {.iov_base = out, .iov_len = length};
     struct iovec remote = {.iov_base = (void *)m->phdr, .iov_len = length};
-    return syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L) == (long)length ? out : NULL;
+    return ccr_read_own_memory(ccr_global.pid, &local, 1L, &remote, 1L) == (long)length ? out : NULL;
 }
 
 int ccr_unwind_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
@@ -561,19 +561,24 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
             *depth_is_lower_bound = 1;
             break;
         }
+        uintptr_t sp = 0;   // this frame's stack pointer: a "return address" just above it is a stack address
+        int have_sp = u->get_reg(&cursor, UNW_REG_SP, &sp) == 0;
         // test: libunwind fails (-UNW_EBADFRAME, 7) at the third frame of the crashing thread,
         // the cursor left where it was, as a failed step leaves it
         int stepped = ccr_global.test_misbehaviour == 6 && step_error != NULL && counted == 3 ? -7 : u->step(&cursor);
         if (stepped == 0) break;   // the outermost frame
-        if (stepped > 0) {
-            // A step that lands outside every module's code went wrong, whatever libunwind says: unwind
+        if (stepped > 0 && have_sp) {
+            // A step that lands on this thread's stack went wrong, whatever libunwind says: unwind
             // info that does not describe the code (hand-written assembly, a naked function that
-            // pushes a frame) gives a saved register or a stack address as the return address, and
-            // the walk would end there as if the stack were complete. Taken as an error at this
-            // frame (UNW_EINVALIDIP), so the frame-pointer walk below goes on from it. An address
-            // of 0 is the stack's end (above); no table yet, no check.
+            // pushes a frame) gives a saved frame pointer as the return address, and the walk
+            // would end there as if the stack were complete. Taken as an error at this frame
+            // (UNW_EINVALIDIP), so the frame-pointer walk below goes on from it. Only an address
+            // in no module's code and within 16 MiB above this frame's stack pointer: code
+            // outside every module (a JIT's, a uretprobe's trampoline) is left to libunwind. An
+            // address of 0 is the stack's end (above); no table yet, no check.
             uintptr_t next = 0;
-            if (u->get_reg(&cursor, UNW_REG_IP, &next) == 0 && next != 0 && ccr_modules_text_holds(code_address(next)) == 0) {
+            if (u->get_reg(&cursor, UNW_REG_IP, &next) == 0 && next != 0 && next >= sp && next - sp < ((uintptr_t)16 << 20) &&
+                ccr_modules_text_holds(code_address(next)) == 0) {
                 stepped = -UNW_EINVALIDIP;
             }
         }
@@ -609,8 +614,14 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
 static int read_word(uintptr_t address, uintptr_t *out) {
     struct iovec local = {.iov_base = out, .iov_len = sizeof *out};
     struct iovec remote = {.iov_base = (void *)address, .iov_len = sizeof *out};
-    long n = syscall(SYS_process_vm_readv, (long)ccr_global.pid, &local, 1L, &remote, 1L, 0L);
+    long n = ccr_read_own_memory(ccr_global.pid, &local, 1L, &remote, 1L);
     return n == (long)sizeof *out ? 0 : -1;
+}
+
+long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, const struct iovec *remote, long remote_count) {
+    long n = syscall(SYS_process_vm_readv, (long)pid, local, local_count, remote, remote_count, 0L);
+    if (n < 0 && errno == ESRCH) n = syscall(SYS_process_vm_readv, (long)ccr_gettid(), local, local_count, remote, remote_count, 0L);
+    return n;
 }
 
 int ccr_aarch64_instruction_is_call(uint32_t instruction) {
@@ -667,7 +678,7 @@ int ccr_looks_like_return_address(uintptr_t address) {
     uint8_t code[8];
     struct iovec local = {.iov_base = code, .iov_len = sizeof code};
     struct iovec remote = {.iov_base = (void *)(address - sizeof code), .iov_len = sizeof code};
-    if (syscall(SYS_process_vm_readv, (long)ccr_getpid(), &local, 1L, &remote, 1L, 0L) != (long)sizeof code) return 0;
+    if (ccr_read_own_memory(ccr_getpid(), &local, 1L, &remote, 1L) != (long)sizeof code) return 0;
     return ends_in_call(code);   // code[8 - k] is the byte k before the return address
 #else
     (void)address;
@@ -687,7 +698,7 @@ int ccr_keep_return_addresses(uintptr_t *words, int count, ccr_scan_scratch *scr
         scratch->local[i] = (struct iovec){.iov_base = scratch->code[i], .iov_len = 8};
         scratch->remote[i] = (struct iovec){.iov_base = (void *)(words[i] - 8), .iov_len = 8};
     }
-    long got = n > 0 ? syscall(SYS_process_vm_readv, (long)pid, scratch->local, (long)n, scratch->remote, (long)n, 0L) : 0;
+    long got = n > 0 ? ccr_read_own_memory(pid, scratch->local, (long)n, scratch->remote, (long)n) : 0;
     int kept = 0;
     for (int i = 0; i < n; i++) {
         // Read in order until a failing range: the ones after it are asked one at a time.

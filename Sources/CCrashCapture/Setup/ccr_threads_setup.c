@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,10 +52,12 @@ void ccr_threads_install(const ccr_install_options *o) {
     for (int i = 0; i < CCR_SIGNAL_COUNT; i++) sigdelset(&action.sa_mask, ccr_global.signals[i]);
     if (sigaction(signo, &action, NULL) != 0) return;
     ccr_threads.signo = signo;
-    // A descriptor for a crash in a process out of them (see spare_fd); once per process.
+    // A descriptor for a crash in a process out of them (see spare_fd); once per process. A memfd:
+    // no other open file has its inode (every open of /dev/null has the same), so the crash can
+    // tell it is still ours.
     int held = atomic_load(&ccr_threads.spare_held);
     if (!held) {
-        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int fd = memfd_create("crash-reporting-spare", MFD_CLOEXEC);
         struct stat identity;
         if (fd >= 0 && fstat(fd, &identity) == 0) {
             ccr_threads.spare_fd = fd;

@@ -68,14 +68,26 @@ struct PayloadBuilder {
         let kind = Self.kind(of: record)
         let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
         func payloadFrames(_ frames: [CrashReport.Frame]) -> [DiagnosticsPayload.Frame] {
-            // Seed 000 allows 50 frames: a stack with outer frames (a gap in the indices) keeps the
-            // innermost and the outer ones, at most 20 (where a recursion was entered, and the
-            // outermost 10), so the recursion's entry is in the report.
+            // Seed 000 allows 50 frames. A longer stack keeps its outer frames (after a gap in the
+            // indices) and its async callers, and as many innermost frames as fit (at least 20), so
+            // a recursion's entry and the code that awaited the crash are in the report. Outer
+            // frames are chosen by index (a frame's inlined ones share it): the first 10 (where a
+            // recursion was entered) and the last 10 (the outermost); async frames, the first 10.
             var kept = Array(frames)
-            if kept.count > DiagnosticsPayload.Limits.stackFrames,
-               let gap = kept.indices.dropFirst().first(where: { kept[$0].index > kept[$0 - 1].index + 1 }) {
-                let outer = kept[gap...].suffix(20)
-                kept = Array(kept[..<gap].prefix(DiagnosticsPayload.Limits.stackFrames - outer.count)) + outer
+            let limit = DiagnosticsPayload.Limits.stackFrames
+            if kept.count > limit {
+                let synchronous = kept.filter { !$0.isAsync }
+                var innermostAll = synchronous, outerKept: [CrashReport.Frame] = []
+                if let gap = synchronous.indices.dropFirst().first(where: { synchronous[$0].index > synchronous[$0 - 1].index + 1 }) {
+                    let outer = synchronous[gap...]
+                    var indices: [Int] = []
+                    for frame in outer where indices.last != frame.index { indices.append(frame.index) }
+                    let wanted = Set(indices.prefix(10) + indices.suffix(10))
+                    outerKept = Array(outer.filter { wanted.contains($0.index) }.prefix(20))
+                    innermostAll = Array(synchronous[..<gap])
+                }
+                let asyncKept = Array(kept.filter(\.isAsync).prefix(10))
+                kept = Array(innermostAll.prefix(limit - outerKept.count - asyncKept.count)) + outerKept + asyncKept
             }
             return kept.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
                 DiagnosticsPayload.Frame(
