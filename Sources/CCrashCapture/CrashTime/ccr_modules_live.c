@@ -496,6 +496,7 @@ void ccr_modules_live_prefault(void) {
     ccr_touch_pages((void *)&crash_written_count, sizeof crash_written_count);
     ccr_touch_pages((void *)&crash_range_count, sizeof crash_range_count);
     ccr_touch_pages((void *)&crash_written, sizeof crash_written);
+    ccr_touch_pages((void *)&crash_table_checked, sizeof crash_table_checked);
 }
 
 /// The table written for the current record (the crash's, else the last hang capture's, else

@@ -563,6 +563,7 @@ void ccr_threads_prefault(void) {
     // Written by the collecting thread at every crash (and only then): ~70 KiB of .bss. The
     // slots are not touched: each asked thread writes its own, in parallel with the others.
     ccr_collection *c = &ccr_threads.crash;
+    ccr_touch_pages(ccr_threads.crashed_too, sizeof ccr_threads.crashed_too);   // read for every thread written
     ccr_touch_pages(c->listed, sizeof c->listed);
     ccr_touch_pages(c->dirents, sizeof c->dirents);
     ccr_touch_pages(c->status_text, sizeof c->status_text);
