@@ -446,3 +446,52 @@ struct PipelineUnitTests {
         #expect(trace(payload) == nil, "two requests, neither on the crashing thread: no guess")
     }
 }
+@Suite("Payload frame selection")
+struct PayloadFrameSelectionTests {
+    /// `count` frames per index in `indices`, inlined ones after the first.
+    static func frames(_ indices: [Int], inlined: Int = 1, async: Bool = false) -> [CrashReport.Frame] {
+        indices.flatMap { index in
+            (0..<inlined).map { copy in
+                var frame = CrashReport.Frame(index: index, address: Address(UInt64(0x1000 + index)), module: nil, moduleOffset: nil,
+                                              function: "f\(index)", symbol: nil, file: nil, line: nil, column: nil,
+                                              isInlined: copy < inlined - 1, note: nil)
+                frame.isAsync = async
+                return frame
+            }
+        }
+    }
+
+    @Test("a stack overflow keeps its innermost frames, its recursion's entry and its outermost, whole inlined groups, at most 50")
+    func overflow() {
+        // 50 kept, then the entry group (3374…3383) and the outermost (3390…3399), each outer frame
+        // with an inlined one: 40 outer frames, more than fit beside 20 innermost.
+        let all = Self.frames(Array(0..<50)) + Self.frames(Array(3374...3383) + Array(3390...3399), inlined: 2)
+        let kept = PayloadBuilder.selectFrames(all, innermostCount: 50, limit: 50)
+        #expect(kept.count <= 50)
+        #expect(kept.prefix(20).map(\.index) == Array(0..<20))
+        // The outermost 10 indices, whole (both frames of each), and as much of the entry as fits.
+        let indices = kept.map(\.index)
+        #expect(Array(3390...3399).allSatisfy { index in indices.filter { $0 == index }.count == 2 }, "\(indices)")
+        #expect(indices.contains(3374), "the recursion's entry: \(indices)")
+        #expect(Dictionary(grouping: indices.filter { $0 >= 50 }, by: { $0 }).values.allSatisfy { $0.count == 2 }, "no group split: \(indices)")
+        #expect(indices == indices.sorted(), "in order: \(indices)")
+    }
+
+    @Test("outer frames right after the kept ones (no gap in the indices) are outer frames, and async callers are kept after them")
+    func entryRightAfterTheCut() {
+        let all = Self.frames(Array(0..<50)) + Self.frames(Array(50...59)) + Self.frames(Array(3390...3399))
+            + Self.frames([3400, 3401, 3402], async: true)
+        let kept = PayloadBuilder.selectFrames(all, innermostCount: 50, limit: 50)
+        let indices = kept.map(\.index)
+        #expect(kept.count == 50)
+        #expect(indices.contains(50) && indices.contains(3399) && indices.suffix(3) == [3400, 3401, 3402], "\(indices)")
+        #expect(kept.suffix(3).allSatisfy { $0.isAsync })
+        #expect(indices.prefix(20) == ArraySlice(0..<20))
+    }
+
+    @Test("a stack within the limit is kept whole")
+    func withinTheLimit() {
+        let all = Self.frames(Array(0..<30), inlined: 1)
+        #expect(PayloadBuilder.selectFrames(all, innermostCount: 30, limit: 50).map(\.index) == Array(0..<30))
+    }
+}

@@ -217,11 +217,12 @@ int ccr_getpid(void);
 /// Async-signal-safe: clock_gettime(2).
 uint64_t ccr_now_ns(int clock_id);
 /// Async-signal-safe: raw gettid(2).
+int ccr_gettid(void);
 /// process_vm_readv(2) of this process's own memory: `pid` first, then, if that id names no live
 /// task (ESRCH: the main thread, whose id is the process's, exited with pthread_exit while the
-/// process lives on), the calling thread's own id, which names the same memory. Async-signal-safe.
+/// process lives on), the calling thread's own id, which names the same memory; that thread's
+/// later reads by `pid` go to its id at once. Async-signal-safe.
 struct iovec;
 long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, const struct iovec *remote, long remote_count);
-int ccr_gettid(void);
 
 #endif

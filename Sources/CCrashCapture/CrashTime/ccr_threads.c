@@ -128,7 +128,9 @@ void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *uconte
         entry->signo = signo;
         entry->code = info ? info->si_code : 0;
         entry->fault_address = info && info->si_code > 0 ? (uintptr_t)info->si_addr : 0;
-        entry->sender_pid = info && info->si_code <= 0 ? (int)info->si_pid : 0;
+        // abort() and raise() send the signal to the thread itself (SI_TKILL, our own pid): a crash of
+        // its own; only another process's signal is "received".
+        entry->sender_pid = info && info->si_code <= 0 && (int)info->si_pid != ccr_global.pid ? (int)info->si_pid : 0;
         atomic_store(&entry->ready, 1);
         break;
     }
@@ -257,6 +259,22 @@ static int read_small_file(const char *path, char *buffer, size_t capacity, cons
     return (int)used;
 }
 
+/// The value of the status line `key` ("\nState:"): past the key and its blanks, or NULL when the
+/// `n` bytes of `text` have no such line. Async-signal-safe.
+static const char *status_field(const char *text, int n, const char *key) {
+    int length = 0;
+    while (key[length]) length++;
+    for (int i = 0; i + length <= n; i++) {
+        int same = 1;
+        for (int k = 0; same && k < length; k++) same = text[i + k] == key[k];
+        if (!same) continue;
+        const char *p = text + i + length;
+        while (*p == ' ' || *p == '\t') p++;
+        return p;
+    }
+    return NULL;
+}
+
 /// The thread's name and whether it blocks `signo` (0: not asked), from one read of its status
 /// file (its comm is the "Name:" line, where the kernel writes a newline as "\n" and a backslash as
 /// "\\"; undone here). Returns 1 when it blocks `signo` (SigBlk), 0 when not, -1 when the file
@@ -287,24 +305,11 @@ static int read_status(ccr_collection *c, int tid, char name[17], int signo) {
     // A zombie (a main thread that called pthread_exit) or a thread on its way out never runs a
     // handler, nor does a stopped one until it is continued: not asked (the crash would wait its
     // whole budget for them).
-    static const char state_key[] = "\nState:";
-    for (int i = 0; i + (int)sizeof state_key - 1 <= n; i++) {
-        int same = 1;
-        for (int k = 0; same && k < (int)sizeof state_key - 1; k++) same = status_text[i + k] == state_key[k];
-        if (!same) continue;
-        const char *p = status_text + i + sizeof state_key - 1;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == 'Z' || *p == 'X') return -1;
-        if (*p == 'T') return 2;   // not 't': a tracer's stop is brief (strace -f), and the ask waits for it
-        break;
-    }
-    static const char key[] = "\nSigBlk:";
-    for (int i = 0; i + (int)sizeof key - 1 <= n; i++) {
-        int same = 1;
-        for (int k = 0; same && k < (int)sizeof key - 1; k++) same = status_text[i + k] == key[k];
-        if (!same) continue;
-        const char *p = status_text + i + sizeof key - 1;
-        while (*p == ' ' || *p == '\t') p++;
+    const char *state = status_field(status_text, n, "\nState:");
+    if (state != NULL && (*state == 'Z' || *state == 'X')) return -1;
+    if (state != NULL && *state == 'T') return 2;   // not 't': a tracer's stop is brief (strace -f), and the ask waits for it
+    const char *p = status_field(status_text, n, "\nSigBlk:");
+    if (p != NULL) {
         uint64_t mask = 0;
         for (;; p++) {
             int digit;
@@ -477,7 +482,7 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
         if (too->code > 0) {
             ccr_writer_key(w, "fault_address", 0);
             ccr_writer_hex(w, too->fault_address);
-        } else {   // sent by a process (a kill, an abort()): not a fault of its own
+        } else if (too->sender_pid != 0) {   // sent by another process (a supervisor's kill)
             ccr_writer_key(w, "sender_pid", 0);
             ccr_writer_int(w, too->sender_pid);
         }

@@ -57,7 +57,7 @@ typedef struct ccr_crashed_too {
     int signo;
     int code;
     uintptr_t fault_address;   // when code > 0 (a fault the CPU raised)
-    int sender_pid;            // when code <= 0 (sent by a process)
+    int sender_pid;            // when code <= 0 and another process sent it, else 0
     atomic_int ready;
 } ccr_crashed_too;
 

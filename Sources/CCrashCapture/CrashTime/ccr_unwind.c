@@ -618,9 +618,26 @@ static int read_word(uintptr_t address, uintptr_t *out) {
     return n == (long)sizeof *out ? 0 : -1;
 }
 
+// The calling thread's id, once a read by `gone_pid` failed with ESRCH and by that id worked: its
+// later reads by that pid skip the failing call (a frame-pointer walk makes two reads a frame).
+// Per thread, keyed by the pid asked for, so a forked child's thread (which inherits these) reads
+// by its parent's thread id only where it asked for its parent's pid anyway.
+static __thread int gone_pid __attribute__((tls_model("initial-exec")));
+static __thread int reader_tid __attribute__((tls_model("initial-exec")));
+
 long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, const struct iovec *remote, long remote_count) {
+    if (gone_pid != 0 && gone_pid == pid) {
+        return syscall(SYS_process_vm_readv, (long)reader_tid, local, local_count, remote, remote_count, 0L);
+    }
     long n = syscall(SYS_process_vm_readv, (long)pid, local, local_count, remote, remote_count, 0L);
-    if (n < 0 && errno == ESRCH) n = syscall(SYS_process_vm_readv, (long)ccr_gettid(), local, local_count, remote, remote_count, 0L);
+    if (n < 0 && errno == ESRCH) {
+        int tid = ccr_gettid();
+        n = syscall(SYS_process_vm_readv, (long)tid, local, local_count, remote, remote_count, 0L);
+        if (n >= 0) {
+            reader_tid = tid;
+            gone_pid = pid;
+        }
+    }
     return n;
 }
 

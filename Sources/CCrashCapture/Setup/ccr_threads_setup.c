@@ -58,6 +58,13 @@ void ccr_threads_install(const ccr_install_options *o) {
     int held = atomic_load(&ccr_threads.spare_held);
     if (!held) {
         int fd = memfd_create("crash-reporting-spare", MFD_CLOEXEC);
+        if (fd < 0) {   // no memfd (a seccomp filter, an old kernel): a pipe's read end, whose inode is its own too
+            int ends[2];
+            if (pipe2(ends, O_CLOEXEC) == 0) {
+                close(ends[1]);
+                fd = ends[0];
+            }
+        }
         struct stat identity;
         if (fd >= 0 && fstat(fd, &identity) == 0) {
             ccr_threads.spare_fd = fd;

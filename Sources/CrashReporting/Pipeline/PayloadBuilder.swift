@@ -64,32 +64,52 @@ struct PayloadBuilder {
         return "crash"
     }
 
+    /// The frames a payload keeps of a thread's, at most `limit` (seed 000's 50). A longer stack
+    /// keeps its outer frames (index ≥ `innermostCount`, the record's kept frames: where a
+    /// recursion was entered, then the outermost) and its async callers besides as many innermost
+    /// frames as fit, so the recursion's entry and the code that awaited the crash are in the
+    /// report. A frame's inlined frames share its index and are kept or left together. In order
+    /// of need: the innermost 20, the outermost 10 indices, the first 10 outer indices (the
+    /// recursion's entry), the first 10 async indices, then more innermost; written innermost,
+    /// outer, async, each in its order.
+    static func selectFrames(_ frames: [CrashReport.Frame], innermostCount: Int, limit: Int) -> [CrashReport.Frame] {
+        guard frames.count > limit else { return frames }
+        func groups(_ frames: [CrashReport.Frame]) -> [[CrashReport.Frame]] {
+            var result: [[CrashReport.Frame]] = []
+            for frame in frames {
+                if let last = result.last?.last, last.index == frame.index { result[result.count - 1].append(frame) } else { result.append([frame]) }
+            }
+            return result
+        }
+        let inner = groups(frames.filter { !$0.isAsync && $0.index < innermostCount })
+        let outer = groups(frames.filter { !$0.isAsync && $0.index >= innermostCount })
+        let awaiting = groups(frames.filter(\.isAsync))
+        var room = limit
+        var takenInner = 0, takenOuter = Set<Int>(), takenAsync = 0
+        func take(_ group: [CrashReport.Frame]) -> Bool {
+            guard group.count <= room else { return false }
+            room -= group.count
+            return true
+        }
+        var innerFrames = 0
+        while takenInner < inner.count, innerFrames < 20, take(inner[takenInner]) {
+            innerFrames += inner[takenInner].count
+            takenInner += 1
+        }
+        for position in outer.indices.reversed().prefix(10) where take(outer[position]) { takenOuter.insert(position) }
+        for position in outer.indices.prefix(10) where !takenOuter.contains(position) && take(outer[position]) { takenOuter.insert(position) }
+        while takenAsync < min(10, awaiting.count), take(awaiting[takenAsync]) { takenAsync += 1 }
+        while takenInner < inner.count, take(inner[takenInner]) { takenInner += 1 }
+        return inner.prefix(takenInner).flatMap { $0 } + outer.indices.filter(takenOuter.contains).flatMap { outer[$0] }
+            + awaiting.prefix(takenAsync).flatMap { $0 }
+    }
+
     func entry(record: CrashRecord, report: CrashReport) -> DiagnosticsPayload.CrashReportEntry {
         let kind = Self.kind(of: record)
         let buildIDs = Dictionary(report.images.map { ($0.path, $0.buildID.hex) }, uniquingKeysWith: { first, _ in first })
-        func payloadFrames(_ frames: [CrashReport.Frame]) -> [DiagnosticsPayload.Frame] {
-            // Seed 000 allows 50 frames. A longer stack keeps its outer frames (after a gap in the
-            // indices) and its async callers, and as many innermost frames as fit (at least 20), so
-            // a recursion's entry and the code that awaited the crash are in the report. Outer
-            // frames are chosen by index (a frame's inlined ones share it): the first 10 (where a
-            // recursion was entered) and the last 10 (the outermost); async frames, the first 10.
-            var kept = Array(frames)
-            let limit = DiagnosticsPayload.Limits.stackFrames
-            if kept.count > limit {
-                let synchronous = kept.filter { !$0.isAsync }
-                var innermostAll = synchronous, outerKept: [CrashReport.Frame] = []
-                if let gap = synchronous.indices.dropFirst().first(where: { synchronous[$0].index > synchronous[$0 - 1].index + 1 }) {
-                    let outer = synchronous[gap...]
-                    var indices: [Int] = []
-                    for frame in outer where indices.last != frame.index { indices.append(frame.index) }
-                    let wanted = Set(indices.prefix(10) + indices.suffix(10))
-                    outerKept = Array(outer.filter { wanted.contains($0.index) }.prefix(20))
-                    innermostAll = Array(synchronous[..<gap])
-                }
-                let asyncKept = Array(kept.filter(\.isAsync).prefix(10))
-                kept = Array(innermostAll.prefix(limit - outerKept.count - asyncKept.count)) + outerKept + asyncKept
-            }
-            return kept.prefix(DiagnosticsPayload.Limits.stackFrames).map { frame in
+        func payloadFrames(_ frames: [CrashReport.Frame], innermostCount: Int = .max) -> [DiagnosticsPayload.Frame] {
+            let kept = Self.selectFrames(frames, innermostCount: innermostCount, limit: DiagnosticsPayload.Limits.stackFrames)
+            return kept.map { frame in
                 DiagnosticsPayload.Frame(
                     index: frame.index, address: frame.address.description, module: frame.module.map(fileName(of:)),
                     module_offset: frame.moduleOffset?.description, build_id: frame.module.flatMap { buildIDs[$0] },
@@ -97,7 +117,7 @@ struct PayloadBuilder {
                     async: frame.isAsync ? true : nil)
             }
         }
-        let frames = payloadFrames(report.crashedThread.frames)
+        let frames = payloadFrames(report.crashedThread.frames, innermostCount: record.frames.count)
         // Symbolicated when every module a frame points into had a matching binary or debug file
         // here, and the app's own modules had debug info (a stripped binary at its recorded path
         // matches, but names none of its frames: the server must finish that report).
