@@ -110,7 +110,7 @@ extension CrashReport {
             if let too = other.crashedToo {
                 // Its own crash, which the handler (recording this one) did not record as a crash of its own.
                 if let sender = too.senderPID {
-                    out.append("  Received \(too.name) too, sent by pid \(sender), while this crash was being recorded; its frames are where it was")
+                    out.append("  Received \(too.name) too, sent by \(sender == 0 ? "a process outside its pid namespace" : "pid \(sender)"), while this crash was being recorded; its frames are where it was")
                 } else {
                     out.append("  Crashed too, while this crash was being recorded: \(too.name)"
                         + (["SIGSEGV", "SIGBUS"].contains(too.name) ? too.faultAddress.map { " at \($0)" } ?? "" : "")

@@ -467,7 +467,7 @@ struct PayloadFrameSelectionTests {
         // with an inlined one: 40 outer frames, more than fit beside 20 innermost.
         let all = Self.frames(Array(0..<50)) + Self.frames(Array(3374...3383) + Array(3390...3399), inlined: 2)
         let kept = PayloadBuilder.selectFrames(all, innermostCount: 50, limit: 50)
-        #expect(kept.count <= 50)
+        #expect(kept.count == 50)
         #expect(kept.prefix(20).map(\.index) == Array(0..<20))
         // The outermost 10 indices, whole (both frames of each), and as much of the entry as fits.
         let indices = kept.map(\.index)
@@ -487,6 +487,21 @@ struct PayloadFrameSelectionTests {
         #expect(indices.contains(50) && indices.contains(3399) && indices.suffix(3) == [3400, 3401, 3402], "\(indices)")
         #expect(kept.suffix(3).allSatisfy { $0.isAsync })
         #expect(indices.prefix(20) == ArraySlice(0..<20))
+    }
+
+    @Test("a shallow stack under a long await chain keeps as many async callers as there is room for")
+    func manyAsyncCallers() {
+        let all = Self.frames(Array(0..<15)) + Self.frames(Array(15..<55), async: true)
+        let kept = PayloadBuilder.selectFrames(all, innermostCount: 15, limit: 50)
+        #expect(kept.count == 50)
+        #expect(kept.map(\.index) == Array(0..<50))
+    }
+
+    @Test("another thread's frames (no outer ones) are a prefix that keeps inlined groups whole")
+    func otherThread() {
+        let all = Self.frames(Array(0..<40), inlined: 2)
+        let kept = PayloadBuilder.selectFrames(all, innermostCount: .max, limit: 50)
+        #expect(kept.count == 50 && kept.map(\.index) == (0..<25).flatMap { [$0, $0] })
     }
 
     @Test("a stack within the limit is kept whole")

@@ -224,5 +224,7 @@ int ccr_gettid(void);
 /// later reads by `pid` go to its id at once. Async-signal-safe.
 struct iovec;
 long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, const struct iovec *remote, long remote_count);
+/// pthread_atfork's child handler: the forked thread forgets its parent thread's reading id.
+void ccr_unwind_forget_reader_in_child(void);
 
 #endif

@@ -128,9 +128,12 @@ void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *uconte
         entry->signo = signo;
         entry->code = info ? info->si_code : 0;
         entry->fault_address = info && info->si_code > 0 ? (uintptr_t)info->si_addr : 0;
-        // abort() and raise() send the signal to the thread itself (SI_TKILL, our own pid): a crash of
-        // its own; only another process's signal is "received".
-        entry->sender_pid = info && info->si_code <= 0 && (int)info->si_pid != ccr_global.pid ? (int)info->si_pid : 0;
+        // abort() and raise() send the signal to the thread itself (SI_TKILL from our own pid): a
+        // crash of its own. Any other sent signal (kill from another process, from outside its pid
+        // namespace with si_pid 0, or kill(getpid()) from another thread) is "received".
+        entry->received = info != NULL && info->si_code <= 0 &&
+                          !(info->si_code == SI_TKILL && (int)info->si_pid == ccr_global.pid);
+        entry->sender_pid = entry->received ? (int)info->si_pid : 0;
         atomic_store(&entry->ready, 1);
         break;
     }
@@ -482,7 +485,7 @@ static int write_thread(ccr_collection *c, ccr_writer *w, const ccr_listed_threa
         if (too->code > 0) {
             ccr_writer_key(w, "fault_address", 0);
             ccr_writer_hex(w, too->fault_address);
-        } else if (too->sender_pid != 0) {   // sent by another process (a supervisor's kill)
+        } else if (too->received) {   // sent, not raised by the thread itself (a supervisor's kill)
             ccr_writer_key(w, "sender_pid", 0);
             ccr_writer_int(w, too->sender_pid);
         }

@@ -57,7 +57,8 @@ typedef struct ccr_crashed_too {
     int signo;
     int code;
     uintptr_t fault_address;   // when code > 0 (a fault the CPU raised)
-    int sender_pid;            // when code <= 0 and another process sent it, else 0
+    int received;              // sent (code <= 0), not by the thread itself (abort, raise)
+    int sender_pid;            // when received (0: from outside the pid namespace)
     atomic_int ready;
 } ccr_crashed_too;
 

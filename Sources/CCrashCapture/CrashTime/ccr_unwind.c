@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -620,10 +621,15 @@ static int read_word(uintptr_t address, uintptr_t *out) {
 
 // The calling thread's id, once a read by `gone_pid` failed with ESRCH and by that id worked: its
 // later reads by that pid skip the failing call (a frame-pointer walk makes two reads a frame).
-// Per thread, keyed by the pid asked for, so a forked child's thread (which inherits these) reads
-// by its parent's thread id only where it asked for its parent's pid anyway.
-static __thread int gone_pid __attribute__((tls_model("initial-exec")));
-static __thread int reader_tid __attribute__((tls_model("initial-exec")));
+// Per thread, keyed by the pid asked for; reader_tid is stored before gone_pid, so a signal in
+// between finds the cache empty. A forked child's one thread forgets it (pthread_atfork).
+static __thread volatile sig_atomic_t gone_pid __attribute__((tls_model("initial-exec")));
+static __thread volatile sig_atomic_t reader_tid __attribute__((tls_model("initial-exec")));
+
+void ccr_unwind_forget_reader_in_child(void) {
+    gone_pid = 0;
+    reader_tid = 0;
+}
 
 long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, const struct iovec *remote, long remote_count) {
     if (gone_pid != 0 && gone_pid == pid) {
@@ -635,6 +641,7 @@ long ccr_read_own_memory(int pid, const struct iovec *local, long local_count, c
         n = syscall(SYS_process_vm_readv, (long)tid, local, local_count, remote, remote_count, 0L);
         if (n >= 0) {
             reader_tid = tid;
+            atomic_signal_fence(memory_order_seq_cst);
             gone_pid = pid;
         }
     }

@@ -246,6 +246,8 @@ int ccr_install(const ccr_install_options *o, char *error, size_t capacity) {
     atomic_store(&ccr_global.stage, 0);
 
     if (open_record_file(o, error, capacity) != 0) return 3;
+    static int reader_hook_registered;   // a forked child's thread forgets its parent thread's reading id
+    if (!reader_hook_registered) reader_hook_registered = pthread_atfork(NULL, NULL, ccr_unwind_forget_reader_in_child) == 0;
     if (o->defer_libunwind) {
         ccr_libunwind_defer();   // loaded on the caller's background thread (ccr_libunwind_load_deferred)
         // A child forked before that load finishes would have no thread to finish it: fork waits

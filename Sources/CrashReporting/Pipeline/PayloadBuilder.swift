@@ -70,7 +70,7 @@ struct PayloadBuilder {
     /// frames as fit, so the recursion's entry and the code that awaited the crash are in the
     /// report. A frame's inlined frames share its index and are kept or left together. In order
     /// of need: the innermost 20, the outermost 10 indices, the first 10 outer indices (the
-    /// recursion's entry), the first 10 async indices, then more innermost; written innermost,
+    /// recursion's entry), the first 10 async indices, more innermost, more async; written innermost,
     /// outer, async, each in its order.
     static func selectFrames(_ frames: [CrashReport.Frame], innermostCount: Int, limit: Int) -> [CrashReport.Frame] {
         guard frames.count > limit else { return frames }
@@ -100,6 +100,7 @@ struct PayloadBuilder {
         for position in outer.indices.prefix(10) where !takenOuter.contains(position) && take(outer[position]) { takenOuter.insert(position) }
         while takenAsync < min(10, awaiting.count), take(awaiting[takenAsync]) { takenAsync += 1 }
         while takenInner < inner.count, take(inner[takenInner]) { takenInner += 1 }
+        while takenAsync < awaiting.count, take(awaiting[takenAsync]) { takenAsync += 1 }   // room left: more callers
         return inner.prefix(takenInner).flatMap { $0 } + outer.indices.filter(takenOuter.contains).flatMap { outer[$0] }
             + awaiting.prefix(takenAsync).flatMap { $0 }
     }
