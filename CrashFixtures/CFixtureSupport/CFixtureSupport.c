@@ -244,6 +244,14 @@ static void descriptor_check_handler(int signo, siginfo_t *info, void *ucontext)
     memcpy(line + at, " of ", 4); at += 4;
     for (int v = total; n == 0 || v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
     while (n > 0) line[at++] = digits[--n];
+    // And the bytes in that file: the child wrote none, so any is a write made under one of those
+    // numbers (libunwind's page check into what it took for its pipe).
+    struct stat own;
+    long size = stat(own_file_path, &own) == 0 ? (long)own.st_size : -1;
+    memcpy(line + at, " bytes ", 7); at += 7;
+    if (size < 0) line[at++] = '-';
+    for (long v = size < 0 ? 1 : size; n == 0 || v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+    while (n > 0) line[at++] = digits[--n];
     line[at++] = '\n';
     (void)!write(2, line, at);
 }

@@ -45,8 +45,8 @@ enum Fixture: String, CaseIterable {
     /// A forked child faults first (it must die by SIGSEGV without touching the parent's record
     /// file, session or watchdog); then the parent faults and must get its own record.
     case forkChildCrashThenParentCrash = "fork-child-crash-then-parent-crash"
-    /// Run with hang-in-handler: the main thread faults and its handler stalls; meanwhile another
-    /// thread forks once the parent's record has its module table, and the child faults. The
+    /// Run with hang-in-handler-after-write: the main thread faults and its handler stalls; meanwhile
+    /// another thread forks once the parent's record file has its module table, and the child faults. The
     /// child inherits the parent's claim on the crash, but not its thread.
     case forkDuringParentCrash = "fork-during-parent-crash"
     /// As fork-child-crash-then-parent-crash, but the child has used up its descriptors (EMFILE).
@@ -60,7 +60,7 @@ enum Fixture: String, CaseIterable {
     /// A write through 0x10 in a leaf that keeps no frame, called from a function that does.
     case framelessLeafCrash = "frameless-leaf-crash"
     /// The app's SIGTERM handler calls exit(0); SIGTERM arrives at the crashing thread while the
-    /// handler is busy (run with the hang-in-handler misbehaviour).
+    /// handler is busy (run with the hang-in-handler-after-write misbehaviour: the sender watches the file).
     case sigtermDuringCrash = "sigterm-during-crash"
     /// Breadcrumbs, then a crash on a thread whose handler stalls (CRASH_REPORTING_TEST_MISBEHAVIOUR
     /// hang-in-handler), while the main thread ends the session as a graceful shutdown would.

@@ -694,12 +694,16 @@ struct HandlerProcessTests {
         _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_out_of_descriptors_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
     }
 
-    @Test("a forked child that closed its inherited descriptors and reused their numbers keeps its own files")
-    func forkedChildReusingDescriptors() throws {
+    @Test("a forked child that closed its inherited descriptors and reused their numbers keeps its own files",
+          arguments: ["", "unwind-checks-by-pipe"])
+    func forkedChildReusingDescriptors(_ misbehaviour: String) throws {
         // The record file's and the watchdog pipe's numbers hold the child's own file when it
         // crashes; taking over the crash, the handler closes only what is still the inherited
         // file (a handler that closed those numbers left "own files kept 24 of 28").
-        let run = try FixtureRun.run("fork-child-reusing-descriptors-crash", .debug)
+        // unwind-checks-by-pipe: libunwind's page checks come without mincore, as libunwind 1.8
+        // makes them: its pipe's read and one-byte write are answered in the walk all the same.
+        let run = try FixtureRun.run("fork-child-reusing-descriptors-crash", .debug,
+                                     environment: misbehaviour.isEmpty ? [:] : ["CRASH_REPORTING_TEST_MISBEHAVIOUR": misbehaviour])
         #expect(run.terminatedBySignal == SIGSEGV)
         let child = try #require(printedPID(run, after: "child"))
         let (childRecord, record) = try childAndParentRecords(run, child: child)
@@ -708,13 +712,35 @@ struct HandlerProcessTests {
         let line = try #require(run.standardError.split(separator: "\n").first { $0.hasPrefix("own files kept ") },
                                 "the child's chained handler did not run; stderr: \(run.standardError.prefix(600))")
         let counts = line.split(separator: " ").compactMap { Int($0) }
-        #expect(counts.count == 2 && counts[1] >= 2, "\(line)")   // the record file and the pipe at least
-        #expect(counts.count == 2 && counts[0] == counts[1], "\(line)")
-        // libunwind would have read from, closed and written to the numbers of its pipe: the
-        // child's stack comes from the saved frame pointers instead, and says why.
-        #expect(childRecord.stack?.unwinder == "frame-pointer (libunwind's pipe was replaced)")
+        #expect(counts.count == 3 && counts[1] >= 2, "\(line)")   // the record file and the pipe at least
+        #expect(counts.count == 3 && counts[0] == counts[1], "\(line)")
+        // Under libunwind's pipe numbers too: its page checks never reach the kernel in the
+        // crashing thread's walk (Decision 0064): nothing read from, closed or written into the
+        // child's file (a check's byte written there would give it a size), and the walk is
+        // libunwind's. Before, the pipe's identity was checked and the stack came from frame pointers.
+        #expect(counts.count == 3 && counts[2] == 0, "bytes written into the child's own file: \(line)")
+        #expect(childRecord.stack?.unwinder == "libunwind")
+        #expect((childRecord.stack?.copyChecks ?? 0) >= 1, "the walk checked its pages by copies")
         _ = checkOrder(["cfs_write_null_pointer", "cfs_fork_child_reusing_descriptors_that_faults"], in: try LLVMSymbolizer.symbolize(childRecord))
         #expect(record.stack?.unwinder == "libunwind", "the parent's own crash still unwinds with libunwind")
+    }
+
+    @Test("a stalled handler's facts and modules, still in its buffer, are written by the child's alarm and by the parent's watchdog thread")
+    func stalledHandlersBufferedFacts() throws {
+        // hang-in-handler: each handler stalls with its fixed facts and modules in memory (the
+        // record is written once, when whole: Decision 0064). The child's watchdog is an alarm on
+        // its crashing thread, the parent's a thread; each writes them before its own lines.
+        let run = try FixtureRun.run("fork-child-crash-then-parent-crash", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        #expect(run.terminatedBySignal == SIGSEGV, "stderr: \(run.standardError.prefix(600))")
+        let child = try #require(printedPID(run, after: "child"))
+        let (childRecord, record) = try childAndParentRecords(run, child: child)   // both follow the schema: header first
+        for (name, stalled) in [("child", childRecord), ("parent", record)] {
+            #expect(stalled.watchdog != nil, "\(name): not finished by its watchdog")
+            #expect(stalled.hasEnd && stalled.signal?.number == SIGSEGV && stalled.registers["rip"] != nil, "\(name)")
+            #expect(stalled.moduleTable != nil, "\(name): no modules line")
+            try checkModules(stalled)
+        }
+        #expect(childRecord.forkedFromProcessID == record.processID)
     }
 
     @Test("in a crashing child, only the watchdog's own alarm counts: a SIGALRM from kill(2) is not taken for it")
@@ -722,8 +748,9 @@ struct HandlerProcessTests {
         // Under hang-in-handler the child's handler stalls; the parent sends the child a SIGALRM
         // with kill(2) once the child's record has its module table. Taken for the watchdog's, it
         // would have finished the record at once.
+        // After-write: the parent watches the child's file for its module table.
         let run = try FixtureRun.run("fork-child-crash-then-parent-crash", .debug,
-                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler", "CRASH_FIXTURE_CHILD_SIGALRM": "1"])
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler-after-write", "CRASH_FIXTURE_CHILD_SIGALRM": "1"])
         let child = try #require(printedPID(run, after: "child"))
         let (childRecord, _) = try childAndParentRecords(run, child: child)
         let childWatchdog = try #require(childRecord.watchdog, "the child's stall is finished by its alarm")
@@ -734,7 +761,8 @@ struct HandlerProcessTests {
     func forkDuringParentCrash() throws {
         // Under hang-in-handler both handlers stall and are finished by their watchdogs. The child
         // may outlive the parent (its alarm starts later): wait for its record, bounded.
-        let run = try FixtureRun.run("fork-during-parent-crash", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+        // After-write: the forking thread watches the parent's file for its module table.
+        let run = try FixtureRun.run("fork-during-parent-crash", .debug, environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler-after-write"])
         #expect(run.terminatedBySignal == SIGSEGV, "stderr: \(run.standardError.prefix(600))")
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(30)
@@ -780,8 +808,9 @@ struct HandlerProcessTests {
 
     @Test("an app's SIGTERM handler cannot run on the crashing thread mid-crash", arguments: BuildConfiguration.allCases)
     func sigtermDuringCrash(_ configuration: BuildConfiguration) throws {
+        // After-write: the signalling thread watches the file for the record's start.
         let run = try FixtureRun.run("sigterm-during-crash", configuration,
-                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler"])
+                                     environment: ["CRASH_REPORTING_TEST_MISBEHAVIOUR": "hang-in-handler-after-write"])
         #expect(run.standardError.contains("sending SIGTERM to the crashing thread"), "stderr: \(run.standardError.prefix(600))")
         #expect(run.exitStatus == nil, "exited with status \(run.exitStatus.map(String.init) ?? "")")
         #expect(run.terminatedBySignal == SIGSEGV)

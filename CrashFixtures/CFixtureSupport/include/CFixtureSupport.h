@@ -32,13 +32,15 @@ int cfs_bytes_waiting(int number);
 /// Forks a child that writes through a null pointer; returns the child's wait status (or -1).
 int cfs_fork_child_that_faults(int *child_pid);
 /// The same; once the child's crash record in `new_folder` has its module table (its handler and
-/// watchdog are running), the parent sends the child a SIGALRM with kill(2).
+/// watchdog are running; run with hang-in-handler-after-write, whose stall writes it to the file),
+/// the parent sends the child a SIGALRM with kill(2).
 int cfs_fork_child_that_faults_then_alarm(int *child_pid, const char *new_folder);
 /// The same, but the child first lowers its descriptor limit to 64 and opens /dev/null until
 /// open fails (EMFILE), then faults with no descriptor free.
 int cfs_fork_child_out_of_descriptors_that_faults(int *child_pid);
 /// Before CrashReporter.start: a SIGSEGV handler that, in a forked child, writes "own files kept K
-/// of N" to stderr: how many of the child's descriptors 3…N+2 still hold `own_file`.
+/// of N bytes B" to stderr: how many of the child's descriptors 3…N+2 still hold `own_file`, and
+/// its size (the child writes nothing into it).
 int cfs_install_descriptor_check_handler(const char *own_file);
 /// fork(); the child closes every inherited descriptor, puts its own file (the path given to
 /// cfs_install_descriptor_check_handler) under each of those numbers, then faults.

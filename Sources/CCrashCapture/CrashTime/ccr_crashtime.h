@@ -20,9 +20,10 @@ void *ccr_watchdog_main(void *unused);
 /// The crash handler's record is durable: the watchdog leaves this crash alone. Async-signal-safe.
 void ccr_watchdog_stand_down(void);
 
-/// Writes the watchdog line, the frame-pointer walk from the saved context and the end line, and
+/// Writes the handler's buffered facts and modules (waiting up to `facts_wait_ms` for them to be
+/// all in), the watchdog line, the frame-pointer walk from the saved context and the end line, and
 /// makes the record durable: the rest of a record whose handler stalled. Async-signal-safe.
-void ccr_watchdog_finish_record(void);
+void ccr_watchdog_finish_record(int facts_wait_ms);
 
 /// Brings the pages of [start, start + length) into memory without changing a byte: a
 /// compare-and-swap of each page's first byte with itself (a write access, so the kernel gives the
@@ -40,6 +41,10 @@ static inline void ccr_touch_pages(void *start, size_t length) {
 /// Touches the handler's record buffer and the crash context (ccr_touch_pages), so that a crash
 /// takes no page fault on them. Called with the module table; not for crash time.
 void ccr_handler_prefault(void);
+/// The watchdog's call, once it has claimed the finish: writes out the crash handler's buffered fixed
+/// facts, modules and requests, waiting up to `wait_ms` for the handler to put them in. Returns 1
+/// when it did. Async-signal-safe.
+int ccr_handler_flush_facts_for_watchdog(int wait_ms);
 /// The same for the crashing thread's walk's statics (CrashTime/ccr_unwind.c).
 void ccr_unwind_prefault(void);
 

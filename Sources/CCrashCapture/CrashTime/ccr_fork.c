@@ -75,7 +75,9 @@ static void child_watchdog_alarm(int signo, siginfo_t *info, void *ucontext) {
     if (info != NULL && info->si_code != SI_KERNEL) return;
     int claim = CCR_FINISHER_NONE;
     if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
-        ccr_watchdog_finish_record();
+        // On the crashing thread itself: the handler it interrupted cannot go on meanwhile, so
+        // its facts are written out only if they were all in.
+        ccr_watchdog_finish_record(0);
         ccr_die(ccr_global.context.signo);
     }
     // The handler is finishing the record itself (it claimed it first): one more period, then end.

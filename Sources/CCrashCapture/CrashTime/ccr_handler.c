@@ -1,8 +1,10 @@
 // The signal handler: records raw facts and almost no policy. Symbolication, redaction and upload
 // happen on the next launch or offline. Order of work: claim the one-crash guard, store the start
-// time and stage the watchdog looks at, write the fixed facts and the module table and flush them (a record cut short by a
-// stall or a second fault after this point can still be symbolicated), unwind, write the frames,
-// make the record durable, then chain to the previous handler and end by the same signal.
+// time and stage the watchdog looks at, put the fixed facts and the module table in the buffer (a
+// second fault, or a stall the watchdog ends, writes them out: a record cut short after this point
+// can still be symbolicated), unwind, add the frames, write the record once and make it durable
+// (the other threads, when listed, come after one write of what is there), then chain to the
+// previous handler and end by the same signal.
 //
 // Installed with SA_SIGINFO | SA_ONSTACK | SA_NODEFER and a mask of every signal but the crash
 // signals: SA_NODEFER lets a fault inside the handler re-enter it (the kernel would otherwise kill
@@ -44,8 +46,23 @@ enum {
     STAGE_CHAINED = 5,   // record durable; running the previous handler
 };
 
-static char handler_buffer[16384];
+// Holds a whole record of the crashing thread alone (header, ~55 modules, frames: ~17 KB), so that
+// it is written once, right before its fdatasync, as the disk's floor is (Decision 0064).
+static char handler_buffer[32768];
 static ccr_writer handler_writer;
+/// Set once the fixed facts, modules and requests are in handler_buffer, and the handler leaves the
+/// buffer alone until it claims the finish.
+static atomic_int facts_buffered;
+
+int ccr_handler_flush_facts_for_watchdog(int wait_ms) {
+    // Called by the watchdog once it has claimed the finish: the handler then never writes the
+    // buffer again (its claim fails after the walk). A handler slower than the timeout but still
+    // going (a starved thread) gets up to `wait_ms` more to put the facts in.
+    for (int waited = 0; !atomic_load(&facts_buffered) && waited < wait_ms; waited++) poll(NULL, 0, 1);
+    if (!atomic_load(&facts_buffered)) return 0;
+    ccr_writer_flush(&handler_writer);
+    return 1;
+}
 
 int ccr_gettid(void) {
     return (int)syscall(SYS_gettid);
@@ -380,12 +397,18 @@ void ccr_handler_prefault(void) {
     // the table's thread, without changing a byte: a crash may have begun meanwhile.
     ccr_touch_pages(handler_buffer, sizeof handler_buffer);
     ccr_touch_pages(&ccr_global.context, sizeof ccr_global.context);
+    ccr_touch_pages(&facts_buffered, sizeof facts_buffered);
 }
 
 static void misbehave_for_test(void) {
     if (ccr_global.test_misbehaviour == 1) {
         *(volatile int *)(uintptr_t)16 = 1;
     } else if (ccr_global.test_misbehaviour == 2) {
+        for (;;) poll(NULL, 0, 1000);
+    } else if (ccr_global.test_misbehaviour == 22) {
+        // The same stall, once what is buffered is in the file: a fixture that watches the file
+        // from outside (another process, or a thread acting at that moment) sees it.
+        ccr_writer_flush(&handler_writer);
         for (;;) poll(NULL, 0, 1000);
     }
 }
@@ -437,17 +460,20 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     atomic_store(&ccr_global.stage, STAGE_HEADER);
 
     ccr_writer *w = &handler_writer;
+    atomic_store(&facts_buffered, 0);
     ccr_writer_init(w, ccr_global.record_fd, handler_buffer, sizeof handler_buffer);
+    // The record stays in the buffer until it is whole: one write, then the sync (Decision 0064).
+    // A fault in the handler flushes it (handle_nested_crash), and so does the watchdog if the
+    // handler stalls once the fixed facts are in (ccr_handler_flush_facts_for_watchdog).
     write_header(w, signo, info, uc, tid);
-    // The header on disk before the module read: its guarded copy can fault, and a handler another
-    // thread installed since the copy's check would take that fault (Decision 0055).
-    ccr_writer_flush(w);
     // Right after start, the module table and libunwind may still be being made on a background
     // thread (defer_libunwind): wait for them, at most 50 ms.
     (void)ccr_libunwind_ready(1);
     ccr_record_write_modules_at_crash(w);   // the loader's list now, else the table from start
     if (!ccr_global.forked_from_pid) ccr_record_write_requests(w, tid, started);   // a child's are the parent's
-    ccr_writer_flush(w);   // the fixed facts are on disk before anything that can stall
+    // From here until it claims the finish, the handler does not touch the buffer: the watchdog
+    // may write it out if the walk stalls.
+    atomic_store(&facts_buffered, 1);
     c->header_done_ns = ccr_now_ns(CLOCK_MONOTONIC) - started;
     misbehave_for_test();
 
@@ -497,7 +523,10 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
         ccr_record_write_stack(w, step_error ? "libunwind+frame-pointer" : "libunwind", kept, depth, lower_bound, step_error,
                                copy_checks, copy_check_faults, table_lookups, table_scans, table_misses);
     }
-    ccr_threads_write(w, tid, started);   // every other thread, after the crashing one
+    // Every other thread, after the crashing one. Asking them takes a bounded wait: the crashing
+    // thread's record is written out first.
+    if (ccr_threads.enabled) ccr_writer_flush(w);
+    ccr_threads_write(w, tid, started);
 
 
     atomic_store(&ccr_global.stage, STAGE_FINISH);

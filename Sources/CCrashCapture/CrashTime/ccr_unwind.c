@@ -208,10 +208,16 @@ enum { CHECK_NONE = 0, CHECK_COPIED = 1, CHECK_READ_ANSWERED = 2 };
 static int check_state;              // where the current check is: mincore copied, then read, then write
 static int copy_checks_allowed;      // this walk may check with guarded copies
 static int copy_checks, copy_faults; // checks made so, and those that faulted (the crash's `stack` line)
+// This walk makes its checks by copies and never hands libunwind's pipe to the kernel, so the
+// pipe's identity is not checked first (two fstat calls): every read of it is answered "empty" and
+// every one-byte write into it is a guarded copy of that byte (Decision 0064). Only when the
+// pipe's numbers are known, so that no other descriptor is answered.
+static int pipe_kept_from_kernel;
 
 int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec) {
+    // test: as libunwind 1.8 checks, through its pipe alone (mincore goes to the kernel)
     if (walking_in_handler == 1 && copy_checks_allowed && length > 0 && length <= 2 * 4096 &&
-        ((uintptr_t)start & 4095) == 0) {
+        ((uintptr_t)start & 4095) == 0 && ccr_global.test_misbehaviour != 21) {
         copy_checks++;
         for (size_t offset = 0; offset < length; offset += 4096) {
             unsigned char byte;
@@ -234,8 +240,9 @@ int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec) {
 
 ssize_t ccr_unwind_read(int fd, void *buffer, size_t count) {
     const ccr_libunwind *u = &ccr_global.unwind;
-    if (walking_in_handler == 1 && check_state == CHECK_COPIED && (u->pipe_fd[0] < 0 || fd == u->pipe_fd[0])) {
-        check_state = CHECK_READ_ANSWERED;
+    if (walking_in_handler == 1 && ((check_state == CHECK_COPIED && (u->pipe_fd[0] < 0 || fd == u->pipe_fd[0])) ||
+                                    (pipe_kept_from_kernel && fd == u->pipe_fd[0]))) {
+        check_state = check_state == CHECK_COPIED ? CHECK_READ_ANSWERED : CHECK_NONE;
         errno = EAGAIN;   // an empty pipe: libunwind goes on to its write
         return -1;
     }
@@ -243,15 +250,34 @@ ssize_t ccr_unwind_read(int fd, void *buffer, size_t count) {
     return read(fd, buffer, count);
 }
 
-/// The one-byte write into libunwind's pipe that follows an answered read: answered too (the copy
-/// already read the byte). Returns 1 when it was, 0 when the call must go to the kernel.
-static int answer_pipe_write(long fd, size_t count) {
+/// A one-byte write into libunwind's pipe in the crashing thread's walk: after an answered read,
+/// answered (the copy already read the byte); else, when the pipe is kept from the kernel, made a
+/// guarded copy of that byte (1, or -1 with EFAULT as the kernel would give). Returns 1 when it
+/// was answered, with the call's result in `*result`; 0 when the call must go to the kernel.
+static int answer_pipe_write(long fd, const void *buffer, size_t count, long *result) {
     const ccr_libunwind *u = &ccr_global.unwind;
     if (walking_in_handler != 1) return 0;
-    int answered = check_state == CHECK_READ_ANSWERED && count == 1 && (u->pipe_fd[1] < 0 || fd == u->pipe_fd[1]);
+    int after_copy = check_state == CHECK_READ_ANSWERED && count == 1 && (u->pipe_fd[1] < 0 || fd == u->pipe_fd[1]);
     check_state = CHECK_NONE;
-    if (answered) errno = 0;
-    return answered;
+    if (after_copy) {
+        errno = 0;
+        *result = 1;
+        return 1;
+    }
+    if (pipe_kept_from_kernel && fd == u->pipe_fd[1]) {
+        unsigned char byte;
+        copy_checks++;
+        if (count >= 1 && ccr_safe_copy(&byte, buffer, 1) == 0) {
+            errno = 0;
+            *result = 1;
+        } else {
+            if (count >= 1) copy_faults++;
+            errno = count >= 1 ? EFAULT : EINVAL;
+            *result = -1;
+        }
+        return 1;
+    }
+    return 0;
 }
 
 long ccr_unwind_syscall(long number, ...) {
@@ -260,7 +286,8 @@ long ccr_unwind_syscall(long number, ...) {
     long a[6];
     for (int i = 0; i < 6; i++) a[i] = va_arg(rest, long);
     va_end(rest);
-    if (number == SYS_write && answer_pipe_write(a[0], (size_t)a[2])) return 1;
+    long result;
+    if (number == SYS_write && answer_pipe_write(a[0], (const void *)a[1], (size_t)a[2], &result)) return result;
     if (walking_in_handler == 1) check_state = CHECK_NONE;
     return syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
@@ -358,7 +385,8 @@ void ccr_unwind_table_lookups(int *answered, int *scanned, int *missed) {
 }
 
 ssize_t ccr_unwind_write(int fd, const void *buffer, size_t count) {
-    if (answer_pipe_write(fd, count)) return 1;
+    long result;
+    if (answer_pipe_write(fd, buffer, count, &result)) return (ssize_t)result;
     return write(fd, buffer, count);
 }
 
@@ -385,6 +413,7 @@ void ccr_unwind_prefault(void) {
     ccr_touch_pages(&async_context, sizeof async_context);
     ccr_touch_pages(&check_state, sizeof check_state);
     ccr_touch_pages(&copy_checks_allowed, sizeof copy_checks_allowed);
+    ccr_touch_pages(&pipe_kept_from_kernel, sizeof pipe_kept_from_kernel);
     ccr_touch_pages(&copy_checks, sizeof copy_checks);
     ccr_touch_pages(&copy_faults, sizeof copy_faults);
     ccr_safe_copy_prefault();
@@ -475,10 +504,14 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
         table_lookups = table_scans = table_misses = 0;
         copy_checks_allowed = ccr_global.unwind.checks_redirected && ccr_global.test_misbehaviour != 17 &&
                               ccr_safe_copy_recoverable_in_crash();
+        pipe_kept_from_kernel = copy_checks_allowed && ccr_global.unwind.pipe_fd[0] >= 0 && ccr_global.unwind.pipe_fd[1] >= 0;
     }
     int kept = walk(ucontext, frames, max, depth, depth_is_lower_bound, step_error);
     walking_in_handler = 0;
-    if (step_error != NULL) check_state = CHECK_NONE;
+    if (step_error != NULL) {
+        check_state = CHECK_NONE;
+        pipe_kept_from_kernel = 0;
+    }
     return kept;
 }
 
@@ -503,7 +536,8 @@ static int walk(void *ucontext, uintptr_t *frames, int max, int *depth, int *dep
 #endif
     // No wait here: the crashing thread waited for a deferred load before its module walk, and an
     // answering thread has its frame-pointer walk already.
-    if (!ccr_libunwind_ready(0) || u->init_local2 == NULL || !ccr_libunwind_pipe_intact()) return -1;
+    if (!ccr_libunwind_ready(0) || u->init_local2 == NULL) return -1;
+    if (!(step_error && pipe_kept_from_kernel) && !ccr_libunwind_pipe_intact()) return -1;
     int kept = 0;
     int counted = 0;
     // A call through a NULL function pointer faults at pc 0, where no unwind info exists. The

@@ -3,8 +3,8 @@
 // cost the handler ~17 us of its work before the sync (Decision 0057). It bounds the handler's time
 // (libunwind can block on the loader lock held by another thread): if the handler has not made
 // its record durable within the timeout from the crash's start, the watchdog writes the
-// frame-pointer walk from the saved context (the handler wrote the fixed facts and modules
-// before unwinding) and the end line, makes the record durable and ends the process by the crash
+// frame-pointer walk from the saved context (after the fixed facts and modules the handler had
+// in its buffer before unwinding) and the end line, makes the record durable and ends the process by the crash
 // signal. Runs during a crash, so it is held to the same async-signal-safe rules.
 #include <errno.h>
 #include <poll.h>
@@ -71,8 +71,11 @@ static char wait_on_pipe(int *fd, int timeout_ms) {
     }
 }
 
-void ccr_watchdog_finish_record(void) {
+void ccr_watchdog_finish_record(int facts_wait_ms) {
     const ccr_crash_context *c = &ccr_global.context;
+    // The handler keeps its record in memory until it is whole (Decision 0064): its fixed facts
+    // and modules first.
+    (void)ccr_handler_flush_facts_for_watchdog(facts_wait_ms);
     ccr_writer w;
     ccr_writer_init(&w, ccr_global.record_fd, watchdog_buffer, sizeof watchdog_buffer);
     uint64_t waited_ms = (ccr_now_ns(CLOCK_MONOTONIC) - c->started_ns) / 1000000ull;
@@ -114,7 +117,8 @@ void *ccr_watchdog_main(void *unused) {
             if (atomic_load(&stood_down)) continue;   // the handler made it; the process ends on its own
             int claim = CCR_FINISHER_NONE;
             if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
-                ccr_watchdog_finish_record();
+                // A handler still putting its facts in (a starved thread) gets another timeout.
+                ccr_watchdog_finish_record(timeout_ms);
             } else {
                 // The handler was finishing: another timeout for it to make the record durable.
                 if (wait_on_pipe(&fd, timeout_ms) == 'E') return NULL;

@@ -355,7 +355,8 @@ public enum CrashReporter {
     private static func testMisbehaviour() -> Int32 {
         switch getenv("CRASH_REPORTING_TEST_MISBEHAVIOUR").map({ String(cString: $0) }) {
         case "fault-in-handler": return 1
-        case "hang-in-handler": return 2
+        case "hang-in-handler": return 2   // the handler stalls with its facts and modules in its buffer
+        case "hang-in-handler-after-write": return 22   // the same stall, with them written to the file first
         case "modules-walk-fails": return 3
         case "threads-stall-after-frame-pointers": return 4
         case "threads-never-answer": return 5
@@ -373,6 +374,7 @@ public enum CrashReporter {
         case "unwind-lookups-by-loader": return 18   // libunwind finds objects with the loader's dl_iterate_phdr
         case "wait-for-second-crash": return 19   // the crash lists threads once a second thread's crash is noted
         case "threads-spare-kept": return 20   // the crash does not release the descriptor held for listing threads
+        case "unwind-checks-by-pipe": return 21   // libunwind's checks through its pipe alone, as libunwind 1.8 makes them
         default: return 0
         }
     }
