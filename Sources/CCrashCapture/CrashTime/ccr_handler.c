@@ -366,10 +366,10 @@ static void handle_nested_crash(int signo, const siginfo_t *info) {
 
 /// Another thread owns the crash: wait (bounded) for it to end the process.
 static void wait_for_other_crash(int signo, siginfo_t *info, void *ucontext) {
-    int rounds = 100 + (ccr_sender.enabled ? ccr_sender.wait_ms / 100 + 1 : 0);   // and the sender's wait
-    // Meanwhile this thread's own crash is noted, and it answers the recording thread's ask with
-    // its stack where it crashed (ccr_threads.c): its section says "crashed too".
-    ccr_threads_wait_crashed_too(signo, info, ucontext, rounds * 100);
+    // 10 s, and the sender's wait (ccr_threads.c, stay_until_the_process_ends). Meanwhile this
+    // thread's own crash is noted, and it answers the recording thread's ask with its stack where
+    // it crashed: its section says "crashed too".
+    ccr_threads_wait_crashed_too(signo, info, ucontext);
     ccr_die(signo);
 }
 

@@ -108,13 +108,13 @@ void ccr_threads_answer(int signo, siginfo_t *info, void *ucontext) {
     errno = saved_errno;
 }
 
-void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext, int ms) {
+void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext) {
     int tid = ccr_gettid();
     // A fault inside this thread's own answer (its walk of its stack for the crash), or a signal
     // sent to the process that lands on it meanwhile, is not the app crashing again: the thread is
     // already listed and answering (or its answer is what failed); it only waits.
     if (in_answer) {
-        for (int waited = 0; waited < ms; waited += 10) poll(NULL, 0, 10);
+        stay_until_the_process_ends(NULL);
         return;
     }
     // Listed as staying first, then noted: the crash asks a staying thread though its mask (the
@@ -137,12 +137,10 @@ void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *uconte
         atomic_store(&entry->ready, 1);
         break;
     }
-    atomic_int *entry = staying;
-    for (int waited = 0; waited < ms; waited += 10) {
-        if (entry != NULL && atomic_load(&ccr_threads.crash.active)) answer(&ccr_threads.crash, ucontext);
-        poll(NULL, 0, 10);
-    }
-    if (entry != NULL) atomic_store(entry, 0);
+    // Answers only when listed as staying (else it may be asked as blocking the signal, and its
+    // stack scanned).
+    stay_until_the_process_ends(staying != NULL ? ucontext : NULL);
+    if (staying != NULL) atomic_store(staying, 0);
 }
 
 /// The signal of `tid`'s own crash, if it crashed while another thread's was recorded, else NULL.

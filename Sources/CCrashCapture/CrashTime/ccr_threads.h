@@ -143,10 +143,11 @@ void ccr_threads_prefault(void);
 /// the child). Async-signal-safe.
 void ccr_threads_reset_after_fork(void);
 /// Called by a thread that crashed while another one records (the one-crash guard's loser): notes
-/// its signal, and for `ms` answers the crash's ask for its stack from its own crash context (its
-/// section then shows where it crashed, not the handler it waits in), as an asked thread that
-/// stays does. Returns after `ms` (the caller then ends the process). Async-signal-safe.
-void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext, int ms);
+/// its signal, and answers the crash's ask for its stack from its own crash context (its section
+/// then shows where it crashed, not the handler it waits in), staying as an asked thread does: 10 s,
+/// and the crash-sender's wait. Returns after that (the caller then ends the process).
+/// Async-signal-safe.
+void ccr_threads_wait_crashed_too(int signo, const siginfo_t *info, void *ucontext);
 
 /// At a crash, after the crashing thread's own stack line: lists every other thread, asks those
 /// that can answer to unwind themselves, waits at most the configured time (and never more than
