@@ -21,12 +21,16 @@
 // reports stored under it. Rule 3 (2026-11-24, found by tools/test-grouping-corpus): a failed
 // `precondition` is "precondition failure" in every build — -O drops its message, so the debug
 // build's "Precondition failed: <message>" split one bug into two issues.
+// Rule 4 (2026-11-30): a stack overflow (the record's signal says so, and the report's message
+// begins "Stack overflow") has "Stack overflow" for its reason. Its frames are the recursion's,
+// and once repeats are dropped they are the same names as a plain fault in that function from the
+// same callers: under rule 3 both were one issue, titled "— SIGSEGV".
 import Foundation
 
 public enum CrashGrouping {
     /// The rule's version, stored with each issue; a collector whose issues were signed by an older
     /// rule says so at start (`crash-collector regroup` re-signs them).
-    public static let ruleVersion = 3
+    public static let ruleVersion = 4
 
     /// What groups reports into one issue, and how the issue is titled.
     public struct IssueKey: Sendable, Equatable {
@@ -123,12 +127,16 @@ public enum CrashGrouping {
     /// "Swift runtime failure: Index out of range" frame at an -O trap, else the fatal message
     /// ("Swift/ContiguousArrayBuffer.swift:692: Fatal error: Index out of range"); numbers in a
     /// message become <n> (ids in a fatalError text would split one bug). nil when there is none.
+    /// How the report's message of a stack overflow begins (the symbolicator's reason).
+    public static let stackOverflowPrefix = "Stack overflow: "
+
     public static func failureReason(frames: [DiagnosticsPayload.Frame], message: String) -> String? {
         if let top = frames.first?.index,
            let failure = frames.first(where: { $0.index == top && ($0.function ?? "").hasPrefix(runtimeFailurePrefix) })?.function {
             return clipped(String(failure.dropFirst(runtimeFailurePrefix.count)), to: 120)
         }
         let firstLine = message.split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? ""
+        if firstLine.hasPrefix(stackOverflowPrefix) { return "Stack overflow" }   // rule 4
         for marker in [runtimeFailurePrefix, "Fatal error: ", "Precondition failed: ", "Assertion failed: "] {
             guard firstLine.includes(marker), let range = firstLine.range(of: marker) else { continue }
             var text = String(firstLine[range.upperBound...])

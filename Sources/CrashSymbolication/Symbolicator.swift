@@ -146,7 +146,7 @@ public final class Symbolicator: Symbolicating {
         }
         guard let signal = record.signal else { return "unknown (the record has no signal line)" }
         if signal.stackOverflow == true {
-            return "Stack overflow: \(signal.name) at \(signal.faultAddress ?? Address(0)), beside the stack pointer"
+            return CrashGrouping.stackOverflowPrefix + "\(signal.name) at \(signal.faultAddress ?? Address(0)), beside the stack pointer"
         }
         var text = "\(signal.name): \(signal.meaning)"
         if ["SIGSEGV", "SIGBUS"].contains(signal.name), let address = signal.faultAddress { text += " at \(address)" }

@@ -205,6 +205,10 @@ struct UploadTests {
         try scenario.expectAllValid()
         let report = try #require((state.stored[0].payload?["crash_reports"] as? [[String: Any]])?.first)
         #expect((report["exception_message"] as? String)?.hasPrefix("Stack overflow") == true, "\(report["exception_message"] ?? "")")
+        // Its own issue (grouping rule 4), not the one of a plain SIGSEGV in the same functions.
+        let entry = try JSONDecoder().decode(DiagnosticsPayload.CrashReportEntry.self, from: JSONSerialization.data(withJSONObject: report))
+        let key = try #require(CrashGrouping.issueKey(for: entry))
+        #expect(key.signature.hasPrefix("crash|Stack overflow|") && key.title.hasSuffix("— Stack overflow"), "\(key.signature) / \(key.title)")
         let frames = try #require(((report["thread_info"] as? [[String: Any]])?.first?["frames"]) as? [[String: Any]])
         let indices = frames.compactMap { $0["index"] as? Int }
         // 50 in all (seed 000): the outer frames (10 to 20, where the recursion was entered and the

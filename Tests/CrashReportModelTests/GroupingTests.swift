@@ -218,6 +218,26 @@ struct GroupingTests {
         #expect(CrashGrouping.issueKey(for: segv)?.signature == "crash|SIGSEGV|level5(_:)")
     }
 
+    @Test func stackOverflowIsAnIssueOfItsOwn() throws {
+        // Rule 4. The recursion's frames, repeats dropped, are the names of a plain fault in that
+        // function from the same callers; the two were one issue, titled "— SIGSEGV".
+        let recurse = "CrashFixture.recurse(Swift.Int) -> Swift.Int"
+        func overflow(depth: Int, at address: String) -> DiagnosticsPayload.CrashReportEntry {
+            Self.entry((0..<depth).map { Self.frame($0, "CrashFixture", recurse, file: Self.source, line: 120) } + Self.callers(from: depth),
+                       message: "Stack overflow: SIGSEGV at \(address), beside the stack pointer", type: "SIGSEGV")
+        }
+        let fault = Self.entry([Self.frame(0, "CrashFixture", recurse, file: Self.source, line: 121)] + Self.callers(from: 1),
+                               message: "invalid memory access at 0x10 (SEGV_MAPERR)", type: "SIGSEGV")
+        let deep = try #require(CrashGrouping.issueKey(for: overflow(depth: 20, at: "0x7ffd1e5fdff8")))
+        let shallow = try #require(CrashGrouping.issueKey(for: overflow(depth: 7, at: "0x7ffc02a11ff0")))
+        let plain = try #require(CrashGrouping.issueKey(for: fault))
+        #expect(deep.signature == "crash|Stack overflow|recurse(_:) < crash(_:) < level5(_:)")
+        #expect(deep.title == "recurse(_:) — Stack overflow")
+        #expect(shallow.signature == deep.signature, "two overflows of one recursion, at other depths and addresses")
+        #expect(plain.signature == "crash|SIGSEGV|recurse(_:) < crash(_:) < level5(_:)")
+        #expect(plain.signature != deep.signature)
+    }
+
     @Test func unsymbolicatedReportsFallBackToModuleAndOffset() {
         let frames = [
             Self.frame(0, "libswiftCore.so", nil, offset: "0x3a1f0"),
