@@ -45,6 +45,9 @@ void ccr_handler_prefault(void);
 /// facts, modules and requests, waiting up to `wait_ms` for the handler to put them in. Returns 1
 /// when it did. Async-signal-safe.
 int ccr_handler_flush_facts_for_watchdog(int wait_ms);
+/// Whether the crash handler has its fixed facts, modules and requests in its buffer (and leaves the
+/// buffer alone until it claims the finish). Async-signal-safe.
+int ccr_handler_facts_are_buffered(void);
 /// The same for the crashing thread's walk's statics (CrashTime/ccr_unwind.c).
 void ccr_unwind_prefault(void);
 

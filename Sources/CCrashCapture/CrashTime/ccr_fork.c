@@ -65,7 +65,7 @@ static int record_path(char *out, const char *reports, size_t reports_length, co
 /// The app's SIGALRM action, put back when the child's crash is recorded (the app's own SIGSEGV
 /// handler, chained after, may recover and go on).
 static struct sigaction previous_alarm_action;
-static int alarm_action_taken, alarm_rearmed;
+static int alarm_action_taken, alarm_rearmed, facts_period_given;
 
 /// SIGALRM in a crashing child: its handler took longer than the watchdog's budget.
 static void child_watchdog_alarm(int signo, siginfo_t *info, void *ucontext) {
@@ -73,6 +73,13 @@ static void child_watchdog_alarm(int signo, siginfo_t *info, void *ucontext) {
     // Only the alarm(2) armed below: its expiry comes from the kernel (SI_KERNEL). A SIGALRM sent
     // with kill(2) (SI_USER) or by an app's POSIX timer (SI_TIMER) is not the watchdog.
     if (info != NULL && info->si_code != SI_KERNEL) return;
+    // The handler it interrupted has not put its fixed facts in the buffer yet (a child stopped,
+    // then resumed past the alarm): one more period for it, once, so the record starts with them.
+    if (!ccr_handler_facts_are_buffered() && !facts_period_given) {
+        facts_period_given = 1;
+        alarm(1);
+        return;
+    }
     int claim = CCR_FINISHER_NONE;
     if (atomic_compare_exchange_strong(&ccr_global.finisher, &claim, CCR_FINISHER_WATCHDOG)) {
         // On the crashing thread itself: the handler it interrupted cannot go on meanwhile, so

@@ -54,6 +54,10 @@ static ccr_writer handler_writer;
 /// buffer alone until it claims the finish.
 static atomic_int facts_buffered;
 
+int ccr_handler_facts_are_buffered(void) {
+    return atomic_load(&facts_buffered);
+}
+
 int ccr_handler_flush_facts_for_watchdog(int wait_ms) {
     // Called by the watchdog once it has claimed the finish: the handler then never writes the
     // buffer again (its claim fails after the walk). A handler slower than the timeout but still
@@ -358,6 +362,16 @@ static void handle_nested_crash(int signo, const siginfo_t *info) {
             ccr_writer_int(w, stage);
             ccr_writer_text(w, "}\n");
             ccr_record_finish(w, ccr_global.context.started_ns);
+        } else if (expected == CCR_FINISHER_WATCHDOG) {
+            // The watchdog is finishing the record, and ends the process when done. What the buffer
+            // holds goes first: written here unless the watchdog has it already (the facts marked
+            // buffered). Then wait for the watchdog, bounded.
+            if (!atomic_load(&facts_buffered)) {
+                ccr_writer_flush(&handler_writer);
+                atomic_store(&facts_buffered, 1);
+            }
+            int timeout_ms = ccr_global.watchdog_timeout_ms > 0 ? ccr_global.watchdog_timeout_ms : 2000;
+            for (int waited = 0; waited < 2 * timeout_ms + 1000; waited += 10) poll(NULL, 0, 10);
         }
     }
     ccr_die(signo);
@@ -406,9 +420,8 @@ static void misbehave_for_test(void) {
     } else if (ccr_global.test_misbehaviour == 2) {
         for (;;) poll(NULL, 0, 1000);
     } else if (ccr_global.test_misbehaviour == 22) {
-        // The same stall, once what is buffered is in the file: a fixture that watches the file
-        // from outside (another process, or a thread acting at that moment) sees it.
-        ccr_writer_flush(&handler_writer);
+        // The same stall, with what was buffered in the file already (written before the facts
+        // were marked buffered, so the watchdog does not write them again).
         for (;;) poll(NULL, 0, 1000);
     }
 }
@@ -471,6 +484,9 @@ void ccr_signal_handler(int signo, siginfo_t *info, void *ucontext) {
     (void)ccr_libunwind_ready(1);
     ccr_record_write_modules_at_crash(w);   // the loader's list now, else the table from start
     if (!ccr_global.forked_from_pid) ccr_record_write_requests(w, tid, started);   // a child's are the parent's
+    // test (hang-in-handler-after-write): a fixture that watches the file from outside (another
+    // process, or a thread acting at that moment) sees the stall's record
+    if (ccr_global.test_misbehaviour == 22) ccr_writer_flush(w);
     // From here until it claims the finish, the handler does not touch the buffer: the watchdog
     // may write it out if the walk stalls.
     atomic_store(&facts_buffered, 1);

@@ -209,9 +209,11 @@ static int check_state;              // where the current check is: mincore copi
 static int copy_checks_allowed;      // this walk may check with guarded copies
 static int copy_checks, copy_faults; // checks made so, and those that faulted (the crash's `stack` line)
 // This walk makes its checks by copies and never hands libunwind's pipe to the kernel, so the
-// pipe's identity is not checked first (two fstat calls): every read of it is answered "empty" and
-// every one-byte write into it is a guarded copy of that byte (Decision 0064). Only when the
-// pipe's numbers are known, so that no other descriptor is answered.
+// pipe's identity is not checked first (two fstat calls): every one-byte read libunwind makes is
+// answered "empty" and every one-byte write a guarded copy of that byte (Decision 0064), whatever
+// the descriptor's number (libunwind opens a new pipe under other numbers when a read of its pipe
+// fails; in a walk its only one-byte reads and writes are its checks). Only when every slot it
+// could reach the pipe through is ours (ccr_libunwind.pipe_calls_redirected).
 static int pipe_kept_from_kernel;
 
 int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec) {
@@ -241,7 +243,7 @@ int ccr_unwind_mincore(void *start, size_t length, unsigned char *vec) {
 ssize_t ccr_unwind_read(int fd, void *buffer, size_t count) {
     const ccr_libunwind *u = &ccr_global.unwind;
     if (walking_in_handler == 1 && ((check_state == CHECK_COPIED && (u->pipe_fd[0] < 0 || fd == u->pipe_fd[0])) ||
-                                    (pipe_kept_from_kernel && fd == u->pipe_fd[0]))) {
+                                    (pipe_kept_from_kernel && count == 1))) {
         check_state = check_state == CHECK_COPIED ? CHECK_READ_ANSWERED : CHECK_NONE;
         errno = EAGAIN;   // an empty pipe: libunwind goes on to its write
         return -1;
@@ -264,15 +266,15 @@ static int answer_pipe_write(long fd, const void *buffer, size_t count, long *re
         *result = 1;
         return 1;
     }
-    if (pipe_kept_from_kernel && fd == u->pipe_fd[1]) {
+    if (pipe_kept_from_kernel && count == 1) {
         unsigned char byte;
         copy_checks++;
-        if (count >= 1 && ccr_safe_copy(&byte, buffer, 1) == 0) {
+        if (ccr_safe_copy(&byte, buffer, 1) == 0) {
             errno = 0;
             *result = 1;
         } else {
-            if (count >= 1) copy_faults++;
-            errno = count >= 1 ? EFAULT : EINVAL;
+            copy_faults++;
+            errno = EFAULT;
             *result = -1;
         }
         return 1;
@@ -504,7 +506,7 @@ int ccr_unwind_libunwind(void *ucontext, uintptr_t *frames, int max, int *depth,
         table_lookups = table_scans = table_misses = 0;
         copy_checks_allowed = ccr_global.unwind.checks_redirected && ccr_global.test_misbehaviour != 17 &&
                               ccr_safe_copy_recoverable_in_crash();
-        pipe_kept_from_kernel = copy_checks_allowed && ccr_global.unwind.pipe_fd[0] >= 0 && ccr_global.unwind.pipe_fd[1] >= 0;
+        pipe_kept_from_kernel = copy_checks_allowed && ccr_global.unwind.pipe_calls_redirected;
     }
     int kept = walk(ucontext, frames, max, depth, depth_is_lower_bound, step_error);
     walking_in_handler = 0;

@@ -120,7 +120,9 @@ __attribute__((destructor)) static void restore_redirected_slots(void) {
 /// libc's function and lies outside the object's read-only-after-relocation range is changed;
 /// otherwise that function is left as it is. Returns a bit for each slot pointed at ours (bit i:
 /// redirects[i]).
-static unsigned redirect_slots(void *handle) {
+/// Returns the slots pointed at ours (bit k for redirects[k]); `*imported`: those libunwind has.
+static unsigned redirect_slots(void *handle, unsigned *imported) {
+    *imported = 0;
     struct link_map *map = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == NULL || map->l_ld == NULL) return 0;
     uintptr_t bias = (uintptr_t)map->l_addr;
@@ -178,6 +180,7 @@ static unsigned redirect_slots(void *handle) {
             }
         }
     }
+    *imported = seen;
     return done;
 }
 
@@ -209,10 +212,15 @@ static int load(int reserved[2], char *error, size_t capacity) {
         return -1;
     }
     u->pipe_fd[0] = u->pipe_fd[1] = -1;
-    unsigned redirected = redirect_slots(handle);
+    unsigned imported = 0;
+    unsigned redirected = redirect_slots(handle, &imported);
     u->masks_redirected = redirected & 1u;
     // mincore and read, and the write of the page's byte: syscall(SYS_write) on x86_64, write() on aarch64
     u->checks_redirected = (redirected & 6u) == 6u && (redirected & 24u) != 0;
+    // Every slot libunwind could write into its pipe through is ours (syscall and write, where it
+    // has them): its pipe can then be kept from the kernel in the crashing walk (Decision 0064).
+    u->pipe_calls_redirected = u->checks_redirected && (redirected & 4u) && (imported & 24u) != 0 &&
+                               (redirected & (imported & 24u)) == (imported & 24u);
     // libunwind's first use opens a pipe (pipe2, O_NONBLOCK) that every step from a signal frame
     // reads one byte from and writes one byte of the checked memory to (src/x86_64/Ginit.c,
     // write_validate); when the read fails it closes both numbers and opens a new pipe. A process
@@ -313,6 +321,7 @@ void ccr_libunwind_unload(void) {
     u->get_reg = NULL;
     u->pipe_fd[0] = u->pipe_fd[1] = -1;
     u->reserved_fd[0] = u->reserved_fd[1] = -1;
+    u->masks_redirected = u->checks_redirected = u->pipe_calls_redirected = 0;
 }
 
 int ccr_test_unwind_masks(int *redirected, int *frames_in_handler, unsigned long *passed_in_handler,

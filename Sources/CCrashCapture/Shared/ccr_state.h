@@ -73,6 +73,9 @@ typedef struct ccr_libunwind {
     /// 1 when its slots for mincore, read and syscall were pointed at ccr_unwind_mincore, _read
     /// and _syscall (its memory checks in the crashing thread's walk made by guarded copies).
     int checks_redirected;
+    /// 1 when, besides, every slot libunwind has among read, syscall and write was pointed at ours:
+    /// no call on its pipe need reach the kernel in the crashing thread's walk (Decision 0064).
+    int pipe_calls_redirected;
 } ccr_libunwind;
 
 enum {
