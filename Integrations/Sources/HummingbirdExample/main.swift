@@ -4,6 +4,8 @@
 // CRASH_REPORTING_ENDPOINT with CRASH_REPORTING_TOKEN.
 //   GET /hello            200
 //   GET /users/{id}       200, the profile; /users/0 crashes (a force-unwrapped nil in loadProfile(id:))
+//   GET /comments/{id}/thread  200, the reply count; /comments/0/thread recurses without end in
+//                         countReplies(of:) (a reply cycle): a stack overflow
 //   GET /orders/{id}      throws: a 500 and a non-fatal report
 //   GET /missing          throws a 404 (not reported)
 //   GET /slow             answers after 30 s (a request in flight while another crashes)
@@ -30,6 +32,15 @@ struct Profile {
 
 struct OrderStoreUnavailable: Error, CustomStringConvertible {
     var description: String { "the order store did not answer" }
+}
+
+/// The bug: comment 0 is its own parent, so the walk up never ends.
+@inline(never) func countReplies(of id: Int) -> Int {
+    var chain = [id, id &* 31]   // a frame that needs its stack
+    let parent = id == 0 ? 0 : id - 1
+    if id == 1 { return chain.count }
+    chain[1] = countReplies(of: parent)
+    return chain[0] &+ chain[1]
 }
 
 @inline(never) func loadProfile(id: Int) -> String {
@@ -81,6 +92,9 @@ if ProcessInfo.processInfo.environment["EXAMPLE_EMPTY_MIDDLEWARE"] != nil {
 router.get("/hello") { _, _ in "hello" }
 router.get("/users/{id}") { _, context in
     loadProfile(id: try context.parameters.require("id", as: Int.self))
+}
+router.get("/comments/{id}/thread") { _, context in
+    String(countReplies(of: try context.parameters.require("id", as: Int.self)))
 }
 router.get("/orders/{id}") { _, _ -> String in throw OrderStoreUnavailable() }
 router.get("/missing") { _, _ -> String in throw HTTPError(.notFound) }

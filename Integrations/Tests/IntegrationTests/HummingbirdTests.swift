@@ -188,6 +188,40 @@ struct HummingbirdTests {
         try checkEventLoopHang(example: "HummingbirdExample")
     }
 
+    @Test("a stack overflow in a route (a recursion on a cooperative thread): 'Stack overflow', the route in flight, where the recursion was entered and the route's async callers")
+    func stackOverflowInRoute() throws {
+        // Swift's backtracer prints nothing for this crash (the thread has no alternate stack of
+        // its own): exit 139, empty standard error, in debug and release (2026-11-30).
+        let folder = temporaryFolder("hummingbird-overflow")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let reports = folder.appendingPathComponent("reports")
+        let collector = try Collector(folder: folder)
+        let (server, port) = try startServer(reports, collector, folder: folder)
+        #expect(get("http://127.0.0.1:\(port)/comments/0/thread") == nil, "the server crashed mid-request")
+        server.waitUntilExit()
+        #expect(server.terminationReason == .uncaughtSignal && server.terminationStatus == SIGSEGV)
+        let (relaunch, _) = try startServer(reports, collector, folder: folder)
+        kill(relaunch.processIdentifier, SIGTERM)
+        relaunch.waitUntilExit()
+        #expect(try collector.state()["invalid_count"] as? Int == 0)
+        let crash = try #require(try collector.reports().first { ($0.report["kind"] as? String) == "crash" })
+        #expect((crash.report["exception_message"] as? String)?.hasPrefix("Stack overflow: SIGSEGV") == true, "\(crash.report["exception_message"] ?? "")")
+        let routes = (crash.report["requests_in_flight"] as? [[String: Any]] ?? []).compactMap { $0["route"] as? String }
+        #expect(routes == ["/comments/{id}/thread"], "\(routes)")
+        let frames = try #require((crash.report["thread_info"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let functions = frames.map { $0["function"] as? String ?? "" }
+        // Innermost: the recursion; then, past the frames left out, the route's closure that called
+        // it (the recursion's entry) and the route's awaiting callers.
+        // (Above it, the runtime's frames of the call that touched the guard page: a few, their count
+        // depends on where the stack ran out.)
+        #expect(functions.prefix(20).filter { $0.contains("countReplies") }.count >= 8, "\(functions.prefix(20))")
+        let depth = frames.compactMap { $0["index"] as? Int }.max() ?? 0
+        #expect(depth > 1000, "the true depth is kept in the indices: \(depth)")
+        let entry = try #require(functions.lastIndex { $0.contains("countReplies") }, "\(functions)")
+        #expect(functions[(entry + 1)...].contains { $0.contains("closure") && !$0.contains("countReplies") }, "the caller of the recursion: \(functions[(entry + 1)...])")
+        #expect(functions.contains { $0.contains("await resume") && $0.contains("Hummingbird") }, "the route's async callers: \(functions.suffix(15))")
+    }
+
     @Test("a crash names the route being served and the requests before it; a 500 is a non-fatal report; SIGTERM flushes")
     func crashNonFatalAndGracefulShutdown() throws {
         let folder = temporaryFolder("hummingbird-integration")
