@@ -22,9 +22,10 @@
 // `precondition` is "precondition failure" in every build — -O drops its message, so the debug
 // build's "Precondition failed: <message>" split one bug into two issues.
 // Rule 4 (2026-11-30): a stack overflow (the record's signal says so, and the report's message
-// begins "Stack overflow") has "Stack overflow" for its reason. Its frames are the recursion's,
-// and once repeats are dropped they are the same names as a plain fault in that function from the
-// same callers: under rule 3 both were one issue, titled "— SIGSEGV".
+// begins "Stack overflow") has "Stack overflow" for its reason, and its place is the cycle of
+// names that repeats at the top of its stack, in one rotation (recursionCycle): the function that
+// touched the guard page varies from run to run. Under rule 3 its frames, repeats dropped, were
+// the names of a plain fault in that function from the same callers: both one issue, "— SIGSEGV".
 import Foundation
 
 public enum CrashGrouping {
@@ -82,6 +83,10 @@ public enum CrashGrouping {
         // deduplicated(every app frame's name).prefix(framesInSignature).
         var origins: [Origin] = []
         origins.reserveCapacity(frames.count)
+        // A stack overflow: the recursion's cycle of names, in one rotation (rule 4).
+        if failure == "Stack overflow", let cycle = recursionCycle(frames: frames, images: report.images) {
+            return key(cycle.joined(separator: " < "))
+        }
         var appNames: [String] = []
         for frame in frames {
             if appNames.count == framesInSignature { break }
@@ -112,6 +117,31 @@ public enum CrashGrouping {
         return IssueKey(signature: prefix + message, title: clipped(reason), subtitle: subtitle, exceptionType: report.exception_type)
     }
 
+    /// The names of the app's frames that repeat at the top of a stack overflow's stack, as one
+    /// cycle starting at its least name (so the function that touched the guard page, which varies
+    /// with where the stack began, does not change it), repeats next to each other dropped; nil
+    /// when the top does not repeat (then the first names sign, as for any crash). The callers
+    /// that entered the recursion are left out: a recursion too deep for the unwinder to reach
+    /// them, or a build that inlines differently, would sign apart. At most the first app name
+    /// may stand before the cycle (a helper it called that ran out of stack).
+    static func recursionCycle(frames: [DiagnosticsPayload.Frame], images: [DiagnosticsPayload.Image]) -> [String]? {
+        var names: [String] = []
+        for frame in frames.prefix(64) where origin(of: frame, images: images) == .app {
+            if let name = frame.function.flatMap(groupingName) { names.append(name) }
+        }
+        for start in 0...1 {
+            for period in 1...16 where names.count >= start + 3 * period {
+                guard (0..<(2 * period)).allSatisfy({ names[start + $0] == names[start + $0 + period] }) else { continue }
+                let cycle = Array(names[start..<(start + period)])
+                let rotations = (0..<period).map { Array(cycle[$0...] + cycle[..<$0]) }
+                let least = rotations.min { $0.joined(separator: "\u{1}") < $1.joined(separator: "\u{1}") }!
+                let kept = deduplicated(least)
+                return kept.count > 1 && kept.first == kept.last ? Array(kept.dropLast()) : kept
+            }
+        }
+        return nil
+    }
+
     private static func deduplicated(_ names: [String]) -> [String] {
         // A partial-apply forwarder and the closure it calls are one frame of the source.
         var out: [String] = []
@@ -123,13 +153,13 @@ public enum CrashGrouping {
 
     static let runtimeFailurePrefix = "Swift runtime failure: "
 
+    /// How the report's message of a stack overflow begins (the symbolicator's reason).
+    public static let stackOverflowPrefix = "Stack overflow: "
+
     /// What the Swift runtime said went wrong, the same in debug and -O builds: the inlined
     /// "Swift runtime failure: Index out of range" frame at an -O trap, else the fatal message
     /// ("Swift/ContiguousArrayBuffer.swift:692: Fatal error: Index out of range"); numbers in a
     /// message become <n> (ids in a fatalError text would split one bug). nil when there is none.
-    /// How the report's message of a stack overflow begins (the symbolicator's reason).
-    public static let stackOverflowPrefix = "Stack overflow: "
-
     public static func failureReason(frames: [DiagnosticsPayload.Frame], message: String) -> String? {
         if let top = frames.first?.index,
            let failure = frames.first(where: { $0.index == top && ($0.function ?? "").hasPrefix(runtimeFailurePrefix) })?.function {

@@ -231,11 +231,34 @@ struct GroupingTests {
         let deep = try #require(CrashGrouping.issueKey(for: overflow(depth: 20, at: "0x7ffd1e5fdff8")))
         let shallow = try #require(CrashGrouping.issueKey(for: overflow(depth: 7, at: "0x7ffc02a11ff0")))
         let plain = try #require(CrashGrouping.issueKey(for: fault))
-        #expect(deep.signature == "crash|Stack overflow|recurse(_:) < crash(_:) < level5(_:)")
+        #expect(deep.signature == "crash|Stack overflow|recurse(_:)")
         #expect(deep.title == "recurse(_:) — Stack overflow")
         #expect(shallow.signature == deep.signature, "two overflows of one recursion, at other depths and addresses")
         #expect(plain.signature == "crash|SIGSEGV|recurse(_:) < crash(_:) < level5(_:)")
         #expect(plain.signature != deep.signature)
+    }
+
+    @Test func stackOverflowThroughSeveralFunctionsSignsAlikeWhereverTheStackRanOut() throws {
+        // A recursion through a closure, and a mutual one: the function that touched the guard page
+        // depends on where the stack began; a helper the cycle called may be on top.
+        let cycle = ["CrashFixture.walk(Swift.Int) -> Swift.Int", "closure #1 (Swift.Int) -> Swift.Int in CrashFixture.walk(Swift.Int) -> Swift.Int",
+                     "CrashFixture.visit(Swift.Int) -> Swift.Int"]
+        func overflow(phase: Int, helperOnTop: Bool, depth: Int = 30) -> DiagnosticsPayload.CrashReportEntry {
+            var frames = (0..<depth).map { Self.frame($0 + (helperOnTop ? 1 : 0), "CrashFixture", cycle[($0 + phase) % cycle.count], file: Self.source, line: 130) }
+            if helperOnTop { frames.insert(Self.frame(0, "CrashFixture", "CrashFixture.makeNode(Swift.Int) -> Swift.Int", file: Self.source, line: 140), at: 0) }
+            return Self.entry(frames + Self.callers(from: frames.count), message: "Stack overflow: SIGSEGV at 0x7ffd00001000, beside the stack pointer", type: "SIGSEGV")
+        }
+        var signatures = Set<String>()
+        for phase in 0..<3 {
+            for helper in [false, true] {
+                signatures.insert(try #require(CrashGrouping.issueKey(for: overflow(phase: phase, helperOnTop: helper, depth: 25 + phase))).signature)
+            }
+        }
+        #expect(signatures == ["crash|Stack overflow|closure in walk(_:) < visit(_:) < walk(_:)"], "\(signatures)")
+        // No repeating top (one deep chain): the first names, as for any crash.
+        let chain = Self.entry([Self.frame(0, "CrashFixture", "CrashFixture.bigFrame(Swift.Int) -> Swift.Int", file: Self.source, line: 150)] + Self.callers(from: 1),
+                               message: "Stack overflow: SIGSEGV at 0x7ffd00001000, beside the stack pointer", type: "SIGSEGV")
+        #expect(try #require(CrashGrouping.issueKey(for: chain)).signature == "crash|Stack overflow|bigFrame(_:) < crash(_:) < level5(_:)")
     }
 
     @Test func unsymbolicatedReportsFallBackToModuleAndOffset() {
